@@ -1,0 +1,1 @@
+"""The instructor's autograder: CLI and grading engine on top of nbgrader."""

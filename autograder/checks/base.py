@@ -1,0 +1,57 @@
+"""The kinds of hidden check, and helpers to draw trial inputs."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = (torch.float32, torch.float64)
+
+
+def devices() -> list[torch.device]:
+    """The CPU, and CUDA when present."""
+    return [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+
+
+def randn(gen: torch.Generator, *shape: int, dtype: torch.dtype, device: torch.device,
+          scale: float = 1.0) -> torch.Tensor:
+    """Seeded standard normal draw (drawn on the CPU so every device sees the same numbers)."""
+    return (scale * torch.randn(*shape, generator=gen, dtype=torch.float64)).to(dtype=dtype, device=device)
+
+
+@dataclass(frozen=True)
+class FunctionCheck:
+    """Call the student's function on seeded trials and compare with the reference."""
+
+    reference: Callable[..., object]
+    trials: Callable[[torch.Generator], list[tuple]]
+    rtol: dict[torch.dtype, float] | None = None
+    atol: dict[torch.dtype, float] | None = None
+
+    def tolerances(self, dtype: torch.dtype) -> tuple[float, float]:
+        """(rtol, atol) for outputs of this dtype."""
+        rtol = {torch.float32: 1e-4, torch.float64: 1e-9, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+        atol = {torch.float32: 1e-5, torch.float64: 1e-10, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+        rtol.update(self.rtol or {})
+        atol.update(self.atol or {})
+        return rtol.get(dtype, 0.0), atol.get(dtype, 0.0)
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """A symbolic answer: a Θ-order (or an equation) in named variables."""
+
+    reference: str
+    variables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ValueCheck:
+    """A plain value (an integer, say) compared exactly, or a function of small ints."""
+
+    reference: Callable[..., object]
+    trials: Callable[[torch.Generator], list[tuple]]
+
+
+Check = FunctionCheck | AnswerCheck | ValueCheck
