@@ -1,0 +1,63 @@
+"""The three grading invariants under stock `nbgrader autograde`, for every chapter.
+
+(i) the source notebook submitted as is gets full marks; (ii) the untouched release gets
+zero, without a crash; (iii) every wrong implementation in tests/corpus loses exactly
+the points of the cells it names, and every test cell is lost by at least one of them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograder import course
+from tests import nbgrader_support as nbs
+from tests.corpus import apply, wrong_for
+
+CHAPTERS = course.chapters()
+
+
+@pytest.fixture(scope="module", params=[c.assignment for c in CHAPTERS])
+def graded(request, tmp_path_factory) -> tuple[course.Chapter, Path, dict]:
+    """Release one chapter, submit source, release and every wrong variant, autograde all."""
+    chapter = course.chapters([request.param])[0]
+    course_dir = nbs.make_course(tmp_path_factory.mktemp(chapter.assignment), [chapter.assignment])
+    src = nbs.source_nb(chapter, course_dir)
+    submissions = {"source": src, "release": nbs.release_nb(chapter, course_dir)}
+    for k, wrong in enumerate(wrong_for(chapter.assignment)):
+        submissions[f"wrong{k}"] = apply(src, wrong)
+    results = {}
+    for student, nb in submissions.items():
+        nbs.submit(course_dir, chapter, student, nb)
+        results[student] = nbs.autograde_stock(course_dir, chapter, student)
+    return chapter, course_dir, {"points": nbs.max_points(src), "scores": results}
+
+
+@pytest.mark.slow
+def test_source_gets_full_marks(graded) -> None:
+    _, _, r = graded
+    assert r["scores"]["source"] == r["points"]
+
+
+@pytest.mark.slow
+def test_untouched_release_gets_zero(graded) -> None:
+    _, _, r = graded
+    assert r["scores"]["release"] == {name: 0.0 for name in r["points"]}
+
+
+@pytest.mark.slow
+def test_each_wrong_implementation_loses_exactly_its_cells(graded) -> None:
+    chapter, _, r = graded
+    for k, wrong in enumerate(wrong_for(chapter.assignment)):
+        expected = {name: (0.0 if name in wrong.loses else pts) for name, pts in r["points"].items()}
+        assert r["scores"][f"wrong{k}"] == expected, f"{wrong.why}: {r['scores'][f'wrong{k}']}"
+
+
+def test_every_test_cell_has_a_wrong_implementation() -> None:
+    for chapter in CHAPTERS:
+        import nbformat
+
+        points = nbs.max_points(nbformat.read(chapter.path, as_version=4))
+        lost_alone = {w.loses[0] for w in wrong_for(chapter.assignment) if len(w.loses) == 1}
+        assert lost_alone == set(points), f"{chapter.assignment}: cells without a wrong implementation " \
+                                          f"that loses only them: {set(points) - lost_alone}"
