@@ -1,0 +1,44 @@
+"""Hidden checks of Chapter 0: dot_product_attention and column_attention."""
+from __future__ import annotations
+
+import torch
+
+from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from solutions import ch0
+
+# (N, D, Dv): one memory slot, D = Dv and D != Dv (a scale by sqrt(Dv) or a sum of keys fails)
+MEMORY_SIZES = [(1, 3, 3), (4, 3, 3), (7, 5, 2), (16, 8, 12), (3, 16, 4), (9, 2, 6)]
+# (J, T, H, K, I): T = 1, H = 1 and H > 1, J = H*I and J != H*I, T != J (a transposed H fails)
+COLUMN_SIZES = [(4, 1, 1, 3, 4), (8, 5, 2, 3, 4), (12, 7, 3, 5, 4), (16, 16, 4, 8, 4), (10, 6, 2, 4, 3)]
+
+
+def dot_product_attention_trials(gen: torch.Generator) -> list[tuple]:
+    """q[D], keys[N,D], values[N,Dv] of every size, both dtypes, every device."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for N, D, Dv in MEMORY_SIZES:
+                q = randn(gen, D, dtype=dtype, device=dev)
+                keys = randn(gen, N, D, dtype=dtype, device=dev)
+                values = randn(gen, N, Dv, dtype=dtype, device=dev)
+                trials.append((q, keys, values))
+    return trials
+
+
+def column_attention_trials(gen: torch.Generator) -> list[tuple]:
+    """H[J,T] (items as columns) and the weights, every size, both dtypes, every device."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for J, T, Hh, K, I in COLUMN_SIZES:
+                H = randn(gen, J, T, dtype=dtype, device=dev)
+                WQ, WK = (randn(gen, Hh, K, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
+                WV = randn(gen, Hh, I, J, dtype=dtype, device=dev, scale=J ** -0.5)
+                trials.append((H, WQ, WK, WV))
+    return trials
+
+
+CHECKS = {
+    "ch0.dot_product_attention": FunctionCheck(ch0.dot_product_attention, dot_product_attention_trials),
+    "ch0.column_attention": FunctionCheck(ch0.column_attention, column_attention_trials),
+}
