@@ -1,0 +1,356 @@
+"""`autograder`: the instructor's command line, on nbgrader's course directory and gradebook.
+
+    autograder release [--chapters ch1 ch2] [-o release.zip]
+    autograder example-class [--zip FILE | --to DIR]
+    autograder collect SRC [SRC ...]          # a folder (nbgrader submitted/ layout) or an LMS zip
+    autograder grade [--student ID] [--assignment chN] [--workers N]
+    autograder feedback [--student ID] [--assignment chN]
+    autograder export --format csv|canvas -o FILE [--cells]
+    autograder report
+    autograder gradebook
+
+Every subcommand takes --course DIR (default ./course). A user error prints one line on
+stderr and exits non-zero.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from autograder import course
+from autograder.tables import table
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CliError(RuntimeError):
+    """A user error: printed as one line, no traceback."""
+
+
+def _print(*args: object) -> None:
+    print(*args, flush=True)
+
+
+# ----------------------------------------------------------------------------- release
+
+def cmd_release(args: argparse.Namespace) -> int:
+    """Build the course directory from chapters/ and zip the student notebooks for the LMS."""
+    course_dir = args.course
+    chosen = course.chapters(args.chapters)  # raises CourseError on an unknown chapter
+    if not chosen:
+        raise CliError(f"no chapters found in {course.CHAPTERS}")
+    names = [c.assignment for c in chosen]
+    course.init_course(course_dir, names)
+    notebooks = course.release(course_dir, names)
+    out = Path(args.output) if args.output else course_dir / "release.zip"
+    write_release_zip(notebooks, out)
+    _print(table(["chapter", "student notebook"], [[c.assignment, str(p)] for c, p in zip(chosen, notebooks)],
+                 title=f"released {len(notebooks)} chapter(s) into {course_dir}"))
+    _print(f"upload to the LMS: {out}")
+    return 0
+
+
+def write_release_zip(notebooks: list[Path], out: Path) -> Path:
+    """The student notebooks (flat: the names students must submit) and the student kit attnlab/."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kit = course.ROOT / "attnlab"
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for nb in notebooks:
+            zf.write(nb, nb.name)
+        for path in sorted(kit.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                zf.write(path, Path("attnlab") / path.relative_to(kit))
+        zf.writestr("README.txt", "Open each chapter notebook in Jupyter next to the attnlab/ folder, fill in the\n"
+                                  "cells marked YOUR CODE HERE, run the visible tests, and submit the notebook\n"
+                                  "under its original file name:\n" + "".join(f"  {nb.name}\n" for nb in notebooks))
+    return out
+
+
+# ----------------------------------------------------------------------------- example class
+
+def cmd_example_class(args: argparse.Namespace) -> int:
+    """Write the bundled example class (a Canvas-style zip, or its files in a folder)."""
+    from autograder import example_class
+
+    chapters = course.chapters(args.chapters)
+    release_dir = args.course / "release"
+    have_release = all((release_dir / c.assignment / f"{c.notebook}.ipynb").exists() for c in chapters)
+    subs = example_class.build(chapters, release_dir if have_release else None)
+    if args.to:
+        where = example_class.write_dir(subs, args.to)
+    else:
+        where = example_class.write_zip(subs, args.zip or Path("example_class.zip"))
+    _print(table(["student", "LMS id", "what they did"], example_class.roster(),
+                 title=f"example class: {len(subs)} files for {', '.join(c.assignment for c in chapters)} -> {where}"))
+    return 0
+
+
+# ----------------------------------------------------------------------------- collect
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Place an LMS zip's or a folder's notebooks in course/submitted; list what could not be placed."""
+    from autograder import collect
+
+    _require_course(args.course)
+    try:
+        result = collect.collect(args.course, args.sources)
+    except collect.CollectError as exc:
+        raise CliError(str(exc)) from None
+    _register_students(args.course, result.students)
+    rows = [[p.student, p.assignment, p.notebook, "late" if p.late else "", status, p.entry.path.name]
+            for p, status in result.placed]
+    _print(table(["student", "chapter", "notebook", "late", "status", "from"], rows,
+                 title=f"collected {len(rows)} submission(s) into {args.course / 'submitted'}"))
+    if result.problems:
+        _print()
+        _print(table(["file", "problem"], result.problems, title=f"{len(result.problems)} file(s) not placed"))
+    counts = {s: sum(1 for _, st in result.placed if st == s) for s in ("new", "replaced", "unchanged")}
+    _print(f"\n{counts['new']} new, {counts['replaced']} replaced, {counts['unchanged']} unchanged, "
+           f"{len(result.problems)} not placed; {len(result.students)} student(s)")
+    return 0
+
+
+def _register_students(course_dir: Path, students: dict[str, str | None]) -> None:
+    """Add the students to the gradebook (with their LMS user id, for the Canvas export)."""
+    from autograder.results import gradebook
+
+    with gradebook(course_dir) as gb:
+        for student, lms_id in sorted(students.items()):
+            known = {s.id: s for s in gb.students}
+            if student in known and (not lms_id or known[student].lms_user_id == lms_id):
+                continue
+            gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
+
+
+# ----------------------------------------------------------------------------- grade
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    """Grade every submitted, not yet graded notebook with the trusted engine (resumable)."""
+    _require_course(args.course)
+    submitted = args.course / "submitted"
+    students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+    if not students:
+        raise CliError(f"nothing submitted in {submitted}: run `autograder collect` first")
+    if args.student and args.student not in students:
+        raise CliError(f"no submission from student {args.student!r} in {submitted}")
+    if args.assignment and args.assignment not in _assignments(args.course):
+        raise CliError(f"no assignment {args.assignment!r} in this course "
+                       f"(it has {', '.join(_assignments(args.course)) or 'none'})")
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    try:
+        from autograder.engine import grade
+    except ImportError as exc:
+        raise CliError(f"the grading engine is not available ({exc})") from None
+    start = time.perf_counter()
+    summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
+                    progress=not args.quiet)
+    elapsed = time.perf_counter() - start
+    _print(describe_summary(summary, elapsed))
+    _print()
+    return cmd_gradebook(args)
+
+
+def describe_summary(summary: object, elapsed: float) -> str:
+    """One or two lines about a grading run, from whatever the engine's GradeSummary reports."""
+    fields = {}
+    if hasattr(summary, "__dataclass_fields__"):
+        fields = {k: getattr(summary, k) for k in summary.__dataclass_fields__}
+    elif hasattr(summary, "__dict__"):
+        fields = dict(vars(summary))
+    parts = [f"{k.replace('_', ' ')}: {v if not isinstance(v, float) else round(v, 3)}"
+             for k, v in fields.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
+    text = f"graded in {elapsed:.1f} s"
+    return text + ("; " + ", ".join(parts) if parts else "")
+
+
+# ----------------------------------------------------------------------------- gradebook, export, feedback, report
+
+def _load_graded(course_dir: Path):  # -> results.Class
+    from autograder import results
+
+    _require_course(course_dir)
+    cls = results.load(course_dir)
+    results.require_graded(cls, course_dir)
+    return cls
+
+
+def cmd_gradebook(args: argparse.Namespace) -> int:
+    """The gradebook: student x assignment totals."""
+    cls = _load_graded(args.course)
+    assignments = list(dict.fromkeys(a for a, _, _ in cls.notebooks))
+    max_by = {a: sum(m for aa, _, m in cls.notebooks if aa == a) for a in assignments}
+    cell: dict[tuple[str, str], list] = {}
+    for t in cls.totals():
+        cell.setdefault((t.student, t.assignment), []).append(t)
+    rows = []
+    for student in sorted(cls.students):
+        row: list[object] = [student]
+        total = 0.0
+        for a in assignments:
+            ts = cell.get((student, a), [])
+            if all(t.status == "missing" for t in ts):
+                row.append("-")
+                continue
+            score = sum(t.score for t in ts)
+            total += score
+            row.append(f"{score:g}" + ("*" if any(t.status == "ungraded" for t in ts) else ""))
+        rows.append(row + [f"{total:g}"])
+    headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}"]
+    _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
+                                      "* = some cells not scored)"))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write grades to a CSV file (totals, per-cell, or Canvas's gradebook import)."""
+    from autograder import export
+
+    if args.cells and args.format != "csv":
+        raise CliError("--cells works with --format csv only")
+    canvas_ids = _parse_canvas_ids(args.canvas_id)
+    cls = _load_graded(args.course)
+    out = Path(args.output)
+    if args.format == "canvas":
+        n = export.write_canvas(cls, out, canvas_ids)
+        missing = sorted(s for s, info in cls.students.items() if not info.get("lms_user_id"))
+        _print(f"wrote {n} student rows for Canvas to {out}")
+        if missing:
+            _print(f"note: {len(missing)} student(s) have no LMS user id (Canvas will match them by name): "
+                   + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    elif args.cells:
+        _print(f"wrote {export.write_cells(cls, out)} graded-cell rows to {out}")
+    else:
+        _print(f"wrote {export.write_totals(cls, out)} student-notebook rows to {out}")
+    return 0
+
+
+def _parse_canvas_ids(pairs: Sequence[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not value.isdigit():
+            raise CliError(f"--canvas-id expects CHAPTER=NUMBER (e.g. ch1=4321), got {pair!r}")
+        out[name] = value
+    return out
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    """One HTML feedback page per student and notebook, in course/feedback/."""
+    from autograder import feedback, results
+
+    cls = _load_graded(args.course)
+    written = feedback.generate(args.course, cls, results.grading_logs(args.course), args.student, args.assignment)
+    if not written:
+        raise CliError("no graded notebook matches --student/--assignment")
+    _print(f"wrote {len(written)} feedback page(s) under {args.course / 'feedback'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Summary table per chapter and plots in course/report/."""
+    from autograder import report, results
+
+    cls = _load_graded(args.course)
+    logs = results.grading_logs(args.course)
+    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions)"))
+    counts = report.failed_checks(logs)
+    if counts:
+        _print()
+        _print(table(["hidden check", "submissions failing it"], counts.most_common(10),
+                     title="hidden checks failed most often"))
+    paths = report.plot_all(cls, logs, args.course / "report")
+    _print(f"\nplots: {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+def _require_course(course_dir: Path) -> None:
+    if not (course_dir / "nbgrader_config.py").exists():
+        raise CliError(f"no course at {course_dir}: run `autograder release --course {course_dir}` first")
+
+
+def _assignments(course_dir: Path) -> list[str]:
+    source = course_dir / "source"
+    return sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    top = argparse.ArgumentParser(prog="autograder", description="Release, collect, grade and report a course's "
+                                                                 "notebooks (nbgrader course directory).")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--course", type=Path, default=Path("course"), help="course directory (default ./course)")
+
+    def add(name: str, fn, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_, description=help_)
+        p.set_defaults(fn=fn)
+        return p
+
+    p = add("release", cmd_release, "build the course from chapters/ and zip the student notebooks")
+    p.add_argument("--chapters", nargs="+", metavar="CHAPTER", help="e.g. ch1 ch2 (default: all)")
+    p.add_argument("-o", "--output", help="zip to upload to the LMS (default COURSE/release.zip)")
+
+    p = add("example-class", cmd_example_class, "write the bundled example class (an LMS-style zip)")
+    p.add_argument("--chapters", nargs="+", metavar="CHAPTER", help="default: all")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--zip", type=Path, help="write a Canvas-style zip (default ./example_class.zip)")
+    where.add_argument("--to", type=Path, help="write the files into this folder instead")
+
+    p = add("collect", cmd_collect, "place submissions (a folder in nbgrader's layout, or an LMS zip) in the course")
+    p.add_argument("sources", nargs="+", type=Path, metavar="SRC")
+
+    p = add("grade", cmd_grade, "grade every collected, not yet graded notebook (resumable)")
+    p.add_argument("--student", help="only this student")
+    p.add_argument("--assignment", help="only this assignment (e.g. ch1)")
+    p.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
+    p.add_argument("--student", help="only this student")
+    p.add_argument("--assignment", help="only this assignment")
+
+    p = add("export", cmd_export, "write grades to CSV (totals, per cell, or a Canvas gradebook import)")
+    p.add_argument("--format", choices=["csv", "canvas"], default="csv")
+    p.add_argument("-o", "--output", required=True, help="CSV file to write")
+    p.add_argument("--cells", action="store_true", help="one row per student, notebook and graded cell (csv)")
+    p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
+                   help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
+
+    add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
+    add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns the exit status."""
+    from autograder.collect import CollectError
+    from autograder.results import ResultsError
+
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse printed usage and the error
+        return int(exc.code or 0)
+    args.course = Path(args.course)
+    try:
+        return args.fn(args)
+    except (CliError, course.CourseError, CollectError, ResultsError) as exc:
+        first, _, details = str(exc).partition("\n")
+        print(f"autograder {args.command}: error: {first}", file=sys.stderr)
+        if details.strip():
+            print(details.rstrip(), file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"autograder {args.command}: interrupted (grading resumes where it stopped)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

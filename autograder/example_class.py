@@ -1,0 +1,234 @@
+"""A made-up class of students, as a Canvas "Download Submissions" zip, for every chapter.
+
+Built deterministically (same bytes on every run) from each chapter's source notebook
+(the correct answers), its release (the empty stubs) and the wrong implementations in
+`tests/corpus` (partly correct work). The class exercises `collect` and `grade` the way
+a real one would: correct, partly correct, empty and half-finished work, a late
+re-submission whose earlier file must be dropped, a syntax error, a function that
+crashes, a notebook that kills its own kernel, a truncated file, a misnamed file and a
+file that is not a notebook.
+"""
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder import course
+
+DEADLINE = dt.datetime(2025, 1, 31, 23, 0, 0)
+SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One file of the example class, as Canvas names it in its download zip."""
+
+    student: str
+    user_id: int
+    attachment_id: int
+    assignment: str
+    filename: str  # the name the student uploaded
+    data: bytes
+    when: dt.datetime
+    kind: str  # what the student did, in a few words
+    honest: bool  # no attempt to break the grader (stock nbgrader and ours must agree)
+    late: bool = False
+
+    @property
+    def canvas_name(self) -> str:
+        """Canvas's zip entry name: name[_LATE]_userid_attachmentid_filename."""
+        return "_".join([self.student] + (["LATE"] if self.late else []) +
+                        [str(self.user_id), str(self.attachment_id), self.filename])
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A student of the example class and how they build a chapter's notebook."""
+
+    student: str
+    kind: str
+    honest: bool
+    make: Callable[["Materials"], nbformat.NotebookNode | bytes | None]
+    filename: Callable[[course.Chapter], str] = lambda ch: f"{ch.notebook}.ipynb"
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class Materials:
+    """What a chapter offers to build submissions from."""
+
+    chapter: course.Chapter
+    source: nbformat.NotebookNode  # instructor's notebook (solution text already stripped)
+    release: nbformat.NotebookNode  # the student's stub notebook
+    wrong: list  # tests.corpus.Wrong entries (may be empty)
+
+    def correct(self, only: set[str] | None = None) -> nbformat.NotebookNode:
+        """The release with every solution cell (or those in `only`) filled in from the source."""
+        answers = {c.metadata.nbgrader["grade_id"]: SOLUTION_MARKER.sub("", c.source)
+                   for c in self.source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+        nb = nbformat.from_dict(self.release)
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if gid in answers and (only is None or gid in only):
+                cell.source = answers[gid]
+        return nb
+
+    def solution_ids(self) -> list[str]:
+        """grade_ids of the solution cells, in notebook order."""
+        return [c.metadata.nbgrader["grade_id"] for c in self.release.cells
+                if c.metadata.get("nbgrader", {}).get("solution")]
+
+    def with_wrong(self, *indices: int) -> nbformat.NotebookNode | None:
+        """The correct notebook with the corpus's wrong implementations `indices` (distinct cells)."""
+        if not self.wrong:
+            return None
+        apply = _corpus().apply
+        nb, used = self.correct(), set()
+        for i in indices:
+            candidates = [w for w in self.wrong[i % len(self.wrong):] + self.wrong if w.cell not in used]
+            if candidates:
+                nb = apply(nb, candidates[0])
+                used.add(candidates[0].cell)
+        return nb
+
+    def with_first_function(self, line: str) -> nbformat.NotebookNode:
+        """The correct notebook whose first solution function starts with `line` (top of the cell if none)."""
+        nb = self.correct()
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                fn = next((n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.FunctionDef)), None)
+                if fn is not None:
+                    lines = cell.source.splitlines()
+                    first = fn.body[0]
+                    lines.insert(first.lineno - 1, " " * first.col_offset + line)
+                    cell.source = "\n".join(lines)
+                    return nb
+        first_cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+        first_cell.source = line + "\n" + first_cell.source
+        return nb
+
+    def with_syntax_error(self) -> nbformat.NotebookNode:
+        """The correct notebook with an unclosed parenthesis at the end of the first solution cell."""
+        nb = self.correct()
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+        cell.source += "\nscale = (1.0 +"
+        return nb
+
+    def half_done(self) -> nbformat.NotebookNode:
+        """The first half of the solution cells answered, the rest untouched."""
+        ids = self.solution_ids()
+        return self.correct(set(ids[: max(1, len(ids) // 2)]))
+
+
+PROFILES: list[Profile] = [
+    Profile("ada", "correct", True, lambda m: m.correct()),
+    Profile("grace", "correct, late; re-uploaded (earlier upload had a mistake)", True, lambda m: m.correct(), late=True),
+    Profile("alan", "one mistake (from tests/corpus)", True, lambda m: m.with_wrong(0)),
+    Profile("barbara", "two mistakes in different cells", True, lambda m: m.with_wrong(1, 2)),
+    Profile("edsger", "empty: the release, untouched", True, lambda m: m.release),
+    Profile("donald", "half done: first half of the cells answered", True, lambda m: m.half_done()),
+    Profile("frances", "syntax error in the first answer cell", True, lambda m: m.with_syntax_error()),
+    Profile("john", "first function crashes (IndexError)", True,
+            lambda m: m.with_first_function("_ = [][0]  # crashes: off by one")),
+    Profile("margaret", "first function kills its own process (os._exit)", False,
+            lambda m: m.with_first_function("import os; os._exit(3)")),
+    Profile("niklaus", "truncated file (not valid JSON)", True,
+            lambda m: nbformat.writes(m.correct()).encode()[:700]),
+    Profile("linus", "misnamed file", True, lambda m: m.correct(), filename=lambda ch: f"{ch.assignment}_final_version.ipynb"),
+    Profile("ken", "uploaded a .py export instead of the notebook", True,
+            lambda m: "\n\n".join(c.source for c in m.correct().cells if c.cell_type == "code").encode(),
+            filename=lambda ch: f"{ch.notebook}.py"),
+]
+
+
+def materials(chapters: list[course.Chapter], release_dir: Path | None = None) -> list[Materials]:
+    """Source, release and wrong implementations of each chapter (a temporary release if none is given)."""
+    if release_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            course.init_course(Path(tmp), [c.assignment for c in chapters])
+            course.release(Path(tmp), [c.assignment for c in chapters])
+            return materials(chapters, Path(tmp) / "release")
+    out = []
+    for ch in chapters:
+        source = course.strip_solution_text(nbformat.read(ch.path, as_version=4))
+        release = nbformat.read(Path(release_dir) / ch.assignment / f"{ch.notebook}.ipynb", as_version=4)
+        out.append(Materials(ch, source, release, _wrong(ch.assignment)))
+    return out
+
+
+def _corpus():  # -> the tests.corpus module of the repository checkout
+    """tests.corpus from the repository checkout (it is not part of the installed package)."""
+    root = str(course.ROOT)
+    if root not in sys.path:
+        sys.path.append(root)
+    import tests.corpus
+
+    return tests.corpus
+
+
+def _wrong(assignment: str) -> list:
+    try:
+        return list(_corpus().wrong_for(assignment))
+    except ImportError:  # no corpus for this chapter (or no tests/ checkout): no partly-correct students
+        return []
+
+
+def build(chapters: list[course.Chapter] | None = None, release_dir: Path | None = None) -> list[Submission]:
+    """Every file of the example class, in a fixed order."""
+    chapters = chapters if chapters is not None else course.chapters()
+    out = []
+    for k, m in enumerate(materials(chapters, release_dir)):
+        for s, profile in enumerate(PROFILES):
+            made = profile.make(m)
+            if made is None:
+                continue
+            data = made if isinstance(made, bytes) else nbformat.writes(made).encode()
+            when = DEADLINE + (dt.timedelta(days=2) if profile.late else -dt.timedelta(hours=len(PROFILES) - s))
+            attachment = 50_000 + 1_000 * k + 10 * s
+            sub = Submission(profile.student, 1_001 + s, attachment, m.chapter.assignment,
+                             profile.filename(m.chapter), data, when, profile.kind, profile.honest, profile.late)
+            if profile.student == "grace":  # the earlier upload: a mistake, superseded by the -1 file
+                earlier = m.with_wrong(0) or m.release
+                out.append(Submission(sub.student, sub.user_id, attachment - 5, sub.assignment, sub.filename,
+                                      nbformat.writes(earlier).encode(), when - dt.timedelta(hours=3),
+                                      "earlier upload, superseded", True, True))
+                sub = Submission(sub.student, sub.user_id, attachment, sub.assignment,
+                                 sub.filename.replace(".ipynb", "-1.ipynb"), data, when, sub.kind, True, True)
+            out.append(sub)
+    return out
+
+
+def write_zip(submissions: list[Submission], path: Path) -> Path:
+    """A Canvas-style submissions zip (fixed timestamps: the same bytes every time)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for sub in sorted(submissions, key=lambda s: s.canvas_name):
+            info = zipfile.ZipInfo(sub.canvas_name, date_time=sub.when.timetuple()[:6])
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, sub.data)
+    return path
+
+
+def write_dir(submissions: list[Submission], path: Path) -> Path:
+    """The same files, extracted into a folder."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    for sub in submissions:
+        (path / sub.canvas_name).write_bytes(sub.data)
+    return path
+
+
+def roster() -> list[tuple[str, int, str]]:
+    """(student, LMS user id, what they did) for the class."""
+    return [(p.student, 1_001 + s, p.kind) for s, p in enumerate(PROFILES)]

@@ -1,0 +1,242 @@
+"""Read grades back: nbgrader's gradebook (scores) and the engine's grading_log.json files (reasons).
+
+Everything the instructor's reports, exports and feedback show comes from here.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import course
+
+LOG_NAME = "grading_log.json"
+
+
+class ResultsError(RuntimeError):
+    """A clear, user-facing problem reading grades (e.g. nothing graded yet)."""
+
+
+@dataclass(frozen=True)
+class CellGrade:
+    """One graded cell of one student's notebook."""
+
+    student: str
+    assignment: str
+    notebook: str
+    grade_id: str
+    score: float | None  # None: not scored (needs a manual grade)
+    max_score: float
+
+
+@dataclass
+class NotebookTotal:
+    """One student's total on one notebook; status 'graded', 'ungraded' or 'missing'."""
+
+    student: str
+    assignment: str
+    notebook: str
+    score: float
+    max_score: float
+    status: str
+
+
+@dataclass
+class Class:
+    """The gradebook of a course: its notebooks, students and every graded cell."""
+
+    notebooks: list[tuple[str, str, float]]  # (assignment, notebook, max score) in course order
+    cell_max: dict[tuple[str, str], dict[str, float]]  # (assignment, notebook) -> {grade_id: points}
+    students: dict[str, dict]  # id -> {first_name, last_name, lms_user_id}
+    cells: list[CellGrade] = field(default_factory=list)
+
+    def totals(self) -> list[NotebookTotal]:
+        """A total for every student and notebook, graded or not."""
+        by_key: dict[tuple[str, str, str], list[CellGrade]] = {}
+        for cell in self.cells:
+            by_key.setdefault((cell.student, cell.assignment, cell.notebook), []).append(cell)
+        out = []
+        for student in sorted(self.students):
+            for assignment, notebook, max_score in self.notebooks:
+                cells = by_key.get((student, assignment, notebook))
+                if cells is None:
+                    out.append(NotebookTotal(student, assignment, notebook, 0.0, max_score, "missing"))
+                    continue
+                status = "graded" if all(c.score is not None for c in cells) else "ungraded"
+                out.append(NotebookTotal(student, assignment, notebook, sum(c.score or 0.0 for c in cells),
+                                         max_score, status))
+        return out
+
+    def graded(self) -> bool:
+        """True once at least one notebook has been graded."""
+        return any(c.score is not None for c in self.cells)
+
+
+def db_url(course_dir: Path) -> str:
+    """The gradebook URL from the course's nbgrader_config.py."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    course_dir = Path(course_dir).resolve()
+    if not (course_dir / "nbgrader_config.py").exists():
+        raise ResultsError(f"no course at {course_dir} (no nbgrader_config.py): run `autograder release` first")
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    return config.CourseDirectory.db_url or f"sqlite:///{course_dir / 'gradebook.db'}"
+
+
+@contextmanager
+def gradebook(course_dir: Path) -> Iterator:  # -> nbgrader.api.Gradebook
+    """nbgrader's Gradebook of the course, closed on exit."""
+    from nbgrader.api import Gradebook
+
+    course._venv_bin_on_path()
+    gb = Gradebook(db_url(course_dir), course_id=course.COURSE_ID)
+    try:
+        yield gb
+    finally:
+        gb.close()
+
+
+def load(course_dir: Path) -> Class:
+    """Every notebook, student and graded cell of the course's gradebook (one query each)."""
+    from nbgrader.api import Assignment, Grade, GradeCell, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+
+    with gradebook(course_dir) as gb:
+        assignments = sorted(gb.assignments, key=lambda a: _order(a.name))
+        if not assignments:
+            raise ResultsError(f"the gradebook of {course_dir} has no assignments: run `autograder release` first")
+        notebooks = [(a.name, nb.name, float(nb.max_score)) for a in assignments for nb in sorted(a.notebooks, key=lambda n: n.name)]
+        cell_max = {(a.name, nb.name): _in_notebook_order(course_dir, a.name, nb.name,
+                                                          {c.name: float(c.max_score) for c in nb.grade_cells})
+                    for a in assignments for nb in a.notebooks}
+        students = {s.id: {"first_name": s.first_name, "last_name": s.last_name, "lms_user_id": s.lms_user_id}
+                    for s in gb.students}
+        rows = (gb.db.query(Student.id, Assignment.name, Notebook.name, GradeCell.name, Grade.score,
+                            Grade.auto_score, Grade.manual_score, Grade.needs_manual_grade, GradeCell.max_score)
+                .select_from(Grade)
+                .join(GradeCell, Grade.cell_id == GradeCell.id)
+                .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .all())
+    cells = [CellGrade(student, a, nb, gid, None if auto is None and manual is None else float(score), float(mx))
+             for student, a, nb, gid, score, auto, manual, _needs, mx in rows]
+    position = {(a, nb, gid): k for (a, nb), ids in cell_max.items() for k, gid in enumerate(ids)}
+    cells.sort(key=lambda c: (c.student, _order(c.assignment), c.notebook,
+                              position.get((c.assignment, c.notebook, c.grade_id), len(position)), c.grade_id))
+    return Class(notebooks, cell_max, students, cells)
+
+
+def _in_notebook_order(course_dir: Path, assignment: str, notebook: str, points: dict[str, float]) -> dict[str, float]:
+    """`points` ordered as the cells appear in the course's source notebook (by name if it is gone)."""
+    import nbformat
+
+    path = Path(course_dir) / "source" / assignment / f"{notebook}.ipynb"
+    order: list[str] = []
+    if path.exists():
+        order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nbformat.read(path, as_version=4).cells]
+    rank = {gid: k for k, gid in enumerate(order)}
+    return {gid: points[gid] for gid in sorted(points, key=lambda g: (rank.get(g, len(rank)), g))}
+
+
+def _order(assignment: str) -> tuple:
+    """Book order: ch0 < ch1 < ... < ch10; anything else after, by name."""
+    return (0, int(assignment[2:]), "") if assignment[2:].isdigit() and assignment.startswith("ch") else (1, 0, assignment)
+
+
+def require_graded(cls: Class, course_dir: Path) -> None:
+    """Raise a clear error if nothing has been graded yet."""
+    if not cls.graded():
+        raise ResultsError(f"nothing graded yet in {course_dir}: run `autograder collect` and `autograder grade` first")
+
+
+# ----------------------------------------------------------------------------- grading logs
+
+@dataclass(frozen=True)
+class CellLog:
+    """The engine's account of one graded cell: score, pass/fail, reason, failed hidden checks."""
+
+    grade_id: str
+    score: float
+    max_score: float
+    passed: bool
+    reason: str
+    failed_checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NotebookLog:
+    """The engine's account of one notebook of one submission."""
+
+    student: str
+    assignment: str
+    notebook: str
+    cells: dict[str, CellLog]
+    execution_time: float | None  # the notebook's own execution time, seconds
+    grading_time: float | None  # the whole grading of the notebook, seconds
+    error: str | None  # why the notebook could not be graded normally, if it could not
+
+
+def grading_logs(course_dir: Path) -> list[NotebookLog]:
+    """Every grading_log.json under course_dir/autograded, one NotebookLog per notebook."""
+    out = []
+    for path in sorted((Path(course_dir) / "autograded").glob(f"*/*/{LOG_NAME}")):
+        student, assignment = path.parent.parent.name, path.parent.name
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ResultsError(f"{path} is not readable JSON ({exc})") from None
+        out.extend(_parse_log(data, student, assignment))
+    return out
+
+
+def _parse_log(data: dict, student: str, assignment: str) -> list[NotebookLog]:
+    """The notebooks of one grading_log.json ({"notebooks": {name: {...}}} or one notebook's dict)."""
+    notebooks = data.get("notebooks")
+    if isinstance(notebooks, list):
+        notebooks = {nb.get("notebook") or nb.get("name"): nb for nb in notebooks}
+    if notebooks is None:
+        notebooks = {data.get("notebook") or data.get("name") or assignment: data}
+    out = []
+    for name, nb in notebooks.items():
+        cells = nb.get("cells", {})
+        if isinstance(cells, list):
+            cells = {c.get("grade_id"): c for c in cells}
+        out.append(NotebookLog(
+            student=nb.get("student", student), assignment=nb.get("assignment", assignment), notebook=name,
+            cells={gid: _parse_cell(gid, c) for gid, c in cells.items()},
+            execution_time=_number(nb, "execution_time", "execution_s", "exec_time"),
+            grading_time=_number(nb, "grading_time", "grading_s", "wall_time"),
+            error=nb.get("error")))
+    return out
+
+
+def _parse_cell(grade_id: str, c: dict) -> CellLog:
+    score = float(c.get("score") or 0.0)
+    max_score = float(c.get("max_score", c.get("max", 0.0)) or 0.0)
+    passed = c.get("passed", c.get("status") in ("pass", "passed") if "status" in c else score >= max_score)
+    failed = c.get("failed_checks", c.get("failed_hidden_checks", ()))
+    return CellLog(grade_id, score, max_score, bool(passed), str(c.get("reason") or c.get("message") or ""),
+                   tuple(failed or ()))
+
+
+def _number(d: dict, *keys: str) -> float | None:
+    for k in keys:
+        if isinstance(d.get(k), (int, float)):
+            return float(d[k])
+    return None
+
+
+def summary_stats(scores: list[float], max_score: float) -> dict[str, float | int]:
+    """Students, mean, median, full marks and zero counts of a list of totals."""
+    return {
+        "students": len(scores),
+        "mean": statistics.fmean(scores) if scores else float("nan"),
+        "median": statistics.median(scores) if scores else float("nan"),
+        "full": sum(1 for s in scores if max_score > 0 and s >= max_score - 1e-9),
+        "zero": sum(1 for s in scores if s <= 1e-9),
+    }
