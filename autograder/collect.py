@@ -207,9 +207,6 @@ def collect(course_dir: Path, sources: Iterable[Path]) -> CollectResult:
                 result.students.setdefault(placed.student, placed.lms_user_id)
             continue
         result.students.setdefault(placed.student, placed.lms_user_id)
-        if problem := check_notebook(placed.entry.data):
-            result.problems.append((entry.origin, f"{problem}; {placed.student} has no {placed.notebook}"))
-            continue
         key = (placed.student, placed.assignment, placed.notebook)
         if key in chosen:
             old, new = sorted([chosen[key], placed], key=lambda p: p.order)
@@ -218,6 +215,10 @@ def collect(course_dir: Path, sources: Iterable[Path]) -> CollectResult:
             chosen[key] = new
         else:
             chosen[key] = placed
+    for key, placed in list(chosen.items()):  # the latest upload counts, even when it is broken
+        if problem := check_notebook(placed.entry.data):
+            result.problems.append((placed.entry.origin, f"{problem}; {placed.student} has no {placed.notebook}"))
+            del chosen[key]
     for key in sorted(chosen):
         result.placed.append((chosen[key], _write(course_dir, chosen[key])))
     return result

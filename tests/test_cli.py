@@ -1,0 +1,430 @@
+"""The instructor CLI `autograder`: every subcommand, with good and bad input.
+
+Runs in-process through `autograder.cli.main([...])` on one released Chapter-1 course
+(module scope). Grades for export, feedback and report are written straight into
+nbgrader's gradebook (no kernel), so this file stays fast; `grade` itself runs the
+engine on two submissions when the engine is installed.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli, collect, course, example_class
+from autograder.checks import CHECKS
+
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
+
+CHAPTER = course.chapters(["ch1"])[0]
+NB = CHAPTER.notebook
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """`autograder argv...` in-process: (exit status, stdout, stderr)."""
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str, *words: str) -> None:
+    """A user error: a single 'autograder CMD: error: ...' line on stderr, no traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0] and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    """A course with Chapter 1 released through the CLI."""
+    course_dir = tmp_path_factory.mktemp("released") / "course"
+    assert cli.main(["release", "--chapters", "ch1", "--course", str(course_dir)]) == 0
+    return course_dir
+
+
+@pytest.fixture(scope="module")
+def class_zip(released, tmp_path_factory) -> Path:
+    """The example class for Chapter 1 as a Canvas-style zip."""
+    path = tmp_path_factory.mktemp("zip") / "class.zip"
+    example_class.write_zip(example_class.build([CHAPTER], released / "release"), path)
+    return path
+
+
+def fresh(released: Path, tmp_path: Path) -> Path:
+    """A private copy of the released course."""
+    dest = tmp_path / "course"
+    shutil.copytree(released, dest)
+    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
+    return dest
+
+
+# ----------------------------------------------------------------------------- release
+
+def test_release_writes_course_and_lms_zip(released) -> None:
+    assert (released / "source" / "ch1" / f"{NB}.ipynb").exists()
+    release_nb = released / "release" / "ch1" / f"{NB}.ipynb"
+    assert "BEGIN HIDDEN TESTS" not in release_nb.read_text()
+    with zipfile.ZipFile(released / "release.zip") as zf:
+        names = zf.namelist()
+        assert f"{NB}.ipynb" in names and "attnlab/grading.py" in names
+        assert not any(n.startswith(("solutions/", "autograder/")) for n in names)
+        assert "BEGIN SOLUTION" not in zf.read(f"{NB}.ipynb").decode()
+
+
+def test_release_unknown_chapter_is_one_line_error(capsys, tmp_path) -> None:
+    code, _, err = run(capsys, "release", "--chapters", "ch99", "--course", tmp_path / "c")
+    assert code == 1
+    one_line_error(err, "ch99")
+
+
+# ----------------------------------------------------------------------------- collect
+
+def canvas(name: str, user: int, att: int, file: str, late: bool = False) -> str:
+    return "_".join([name] + (["LATE"] if late else []) + [str(user), str(att), file])
+
+
+@pytest.mark.parametrize("filename, expected", [
+    ("doejane_12345_67890_ch1_parallel_time.ipynb", ("doejane", "12345", False, "ch1_parallel_time")),
+    ("doejane_LATE_12345_67890_ch1_parallel_time-1.ipynb", ("doejane", "12345", True, "ch1_parallel_time")),
+    ("anon_k3Xz9_67890_ch1_parallel_time.ipynb", ("anon_k3Xz9", "anon_k3Xz9", False, "ch1_parallel_time")),
+    ("LATE_anon_k3Xz9_67890_ch1_parallel_time (2).ipynb", ("anon_k3Xz9", "anon_k3Xz9", True, "ch1_parallel_time")),
+    ("smith_jr_777_1_ch1_parallel_time.ipynb", ("smith_jr", "777", False, "ch1_parallel_time")),
+])
+def test_canvas_names_map_to_student_and_notebook(filename, expected) -> None:
+    entry = collect.Entry(filename, collect.PurePosixPath(filename), b"", collect.dt.datetime(2025, 1, 1))
+    placed = collect.classify(entry, {"ch1": ["ch1_parallel_time"]})
+    assert isinstance(placed, collect.Placed), placed
+    assert (placed.student, placed.lms_user_id, placed.late, placed.notebook) == expected
+
+
+@pytest.mark.parametrize("path, problem", [
+    ("doejane_12345_67890_notes.txt", "not a notebook"),
+    ("doejane_12345_67890_homework.ipynb", "wrong name"),
+    ("doejane_12345_67890_ch1_final.ipynb", "wrong name"),
+    ("doejane_12345_67890_ch7_language_cnn.ipynb", "unknown chapter ch7"),
+    ("random.ipynb", "wrong name"),
+    ("ada/ch7/ch7_language_cnn.ipynb", "unknown chapter ch7"),
+    ("ada/ch1/ch1_wrong.ipynb", "wrong name"),
+    ("ada/ch1/notes.md", "not a notebook"),
+])
+def test_unplaceable_files_say_why(path, problem) -> None:
+    entry = collect.Entry(path, collect.PurePosixPath(path), b"", collect.dt.datetime(2025, 1, 1))
+    result = collect.classify(entry, {"ch1": ["ch1_parallel_time"]})
+    assert isinstance(result, collect.Problem) and problem in result.reason, result
+
+
+def test_collect_lms_zip_with_junk_and_duplicates(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    nb = (released / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+    src = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 100, f"{NB}.ipynb"), (2025, 1, 1, 9, 0, 0)), b"older")
+        zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 105, f"{NB}-1.ipynb"), (2025, 1, 1, 10, 0, 0)), nb)
+        zf.writestr(canvas("roe", 12, 200, f"{NB}.ipynb", late=True), nb)
+        zf.writestr(canvas("roe", 12, 201, "notes.txt"), b"hello")
+        zf.writestr(canvas("poe", 13, 300, "ch9_other.ipynb"), nb)
+        zf.writestr(canvas("moe", 14, 400, f"{NB}.ipynb"), b'{"cells": [')
+        zf.writestr("__MACOSX/._junk", b"\0")
+        zf.writestr("readme.pdf", b"%PDF")
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0, err
+    placed = sorted(p.parent.parent.name for p in (course_dir / "submitted").glob(f"*/ch1/{NB}.ipynb"))
+    assert placed == ["doejane", "roe"]
+    assert (course_dir / "submitted" / "doejane" / "ch1" / f"{NB}.ipynb").read_bytes() == nb  # the later one
+    for words in ("duplicate of doejane", "not a notebook (notes.txt)", "unknown chapter ch9",
+                  "not a readable notebook", "not a notebook (readme.pdf)"):
+        assert words in out, words
+    assert "__MACOSX" not in out
+    assert "5 file(s) not placed" in out
+    with_ids = {r[0]: r[1] for r in _students(course_dir)}
+    assert with_ids == {"doejane": "11", "roe": "12", "poe": "13", "moe": "14"}
+    # collecting again changes nothing
+    code, out, _ = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0 and "0 new, 0 replaced, 2 unchanged" in out
+
+
+def _students(course_dir: Path) -> list[tuple[str, str | None]]:
+    from autograder.results import gradebook
+
+    with gradebook(course_dir) as gb:
+        return sorted((s.id, s.lms_user_id) for s in gb.students)
+
+
+def test_collect_nbgrader_folder_layout(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    src = tmp_path / "downloaded" / "submitted"
+    nb = (released / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+    for student in ("ada", "bob"):
+        (src / student / "ch1").mkdir(parents=True)
+        (src / student / "ch1" / f"{NB}.ipynb").write_bytes(nb)
+    (src / "bob" / "ch3").mkdir()
+    (src / "bob" / "ch3" / "ch3_merged.ipynb").write_bytes(nb)
+    code, out, _ = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0
+    assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == ["ada", "bob"]
+    assert "unknown chapter ch3" in out and "2 new" in out
+
+
+def test_collect_shared_lms_name_is_split_by_user_id(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    nb = (released / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+    src = tmp_path / "dl"
+    src.mkdir()
+    (src / canvas("smithjohn", 21, 1, f"{NB}.ipynb")).write_bytes(nb)
+    (src / canvas("smithjohn", 22, 2, f"{NB}.ipynb")).write_bytes(nb)
+    assert run(capsys, "collect", src, "--course", course_dir)[0] == 0
+    assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == ["smithjohn_21", "smithjohn_22"]
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda tmp: tmp / "nope.zip", "does not exist"),
+    (lambda tmp: (tmp / "x.txt", (tmp / "x.txt").write_text("hi"))[0], "neither a folder nor a zip"),
+])
+def test_collect_bad_source(capsys, released, tmp_path, make, words) -> None:
+    course_dir = fresh(released, tmp_path)
+    code, _, err = run(capsys, "collect", make(tmp_path), "--course", course_dir)
+    assert code == 1
+    one_line_error(err, words)
+
+
+# ----------------------------------------------------------------------------- missing course, bad options
+
+@pytest.mark.parametrize("argv", [
+    ["collect", "x.zip"], ["grade"], ["feedback"], ["export", "-o", "x.csv"], ["report"], ["gradebook"],
+])
+def test_missing_course_dir(capsys, tmp_path, argv) -> None:
+    code, _, err = run(capsys, *argv, "--course", tmp_path / "no-such-course")
+    assert code == 1
+    one_line_error(err, "no course at")
+
+
+def test_bad_format_and_usage_errors(capsys, released) -> None:
+    code, _, err = run(capsys, "export", "--format", "xls", "-o", "x.csv", "--course", released)
+    assert code == 2 and "invalid choice: 'xls'" in err
+    code, _, err = run(capsys, "export", "--format", "canvas", "--cells", "-o", "x.csv", "--course", released)
+    assert code == 1
+    one_line_error(err, "--cells")
+    code, _, err = run(capsys, "export", "--format", "canvas", "--canvas-id", "ch1", "-o", "x.csv",
+                       "--course", released)
+    assert code == 1
+    one_line_error(err, "CHAPTER=NUMBER")
+    assert run(capsys, "frobnicate")[0] == 2
+    assert run(capsys)[0] == 2
+
+
+def test_before_grading_everything_says_so(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    for argv in (["export", "-o", tmp_path / "x.csv"], ["report"], ["feedback"], ["gradebook"]):
+        code, _, err = run(capsys, *argv, "--course", course_dir)
+        assert code == 1
+        one_line_error(err, "nothing graded yet")
+    assert not (tmp_path / "x.csv").exists()
+    code, _, err = run(capsys, "grade", "--course", course_dir)
+    assert code == 1
+    one_line_error(err, "nothing submitted")
+
+
+def test_grade_rejects_unknown_student_assignment_and_workers(capsys, released, tmp_path, class_zip) -> None:
+    course_dir = fresh(released, tmp_path)
+    assert run(capsys, "collect", class_zip, "--course", course_dir)[0] == 0
+    for argv, words in ((["--student", "nobody"], "nobody"), (["--assignment", "ch42"], "ch42"),
+                        (["--workers", "0"], "--workers")):
+        code, _, err = run(capsys, "grade", *argv, "--course", course_dir)
+        assert code == 1
+        one_line_error(err, words)
+
+
+# ----------------------------------------------------------------------------- example class
+
+def test_example_class_is_deterministic_and_collects(capsys, released, tmp_path, class_zip) -> None:
+    again = tmp_path / "again.zip"
+    code, out, _ = run(capsys, "example-class", "--chapters", "ch1", "--zip", again, "--course", released)
+    assert code == 0 and "ada" in out
+    assert again.read_bytes() == class_zip.read_bytes()
+    course_dir = fresh(released, tmp_path)
+    code, out, _ = run(capsys, "collect", class_zip, "--course", course_dir)
+    assert code == 0
+    placed = sorted(p.name for p in (course_dir / "submitted").iterdir())
+    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "john", "margaret"]
+    for words in ("duplicate of grace", "not a notebook", "wrong name ch1_final_version.ipynb",
+                  "not a readable notebook"):
+        assert words in out
+    # the folder form carries the same files
+    folder = tmp_path / "folder"
+    assert run(capsys, "example-class", "--chapters", "ch1", "--to", folder, "--course", released)[0] == 0
+    with zipfile.ZipFile(class_zip) as zf:
+        assert sorted(zf.namelist()) == sorted(p.name for p in folder.iterdir())
+
+
+def test_example_class_students_are_what_they_claim(released) -> None:
+    subs = {s.student: s for s in example_class.build([CHAPTER], released / "release") if s.kind != "earlier upload, superseded"}
+    src = nbformat.read(released / "source" / "ch1" / f"{NB}.ipynb", as_version=4)
+    answers = {c.metadata.nbgrader["grade_id"]: c.source for c in src.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    ada = nbformat.reads(subs["ada"].data.decode(), as_version=4)
+    assert "BEGIN HIDDEN TESTS" not in subs["ada"].data.decode()  # built from the release, like a student's
+    for cell in ada.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            assert cell.source.strip() == re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n?", "", answers[gid]).strip()
+    assert subs["edsger"].data == nbformat.writes(nbformat.read(released / "release" / "ch1" / f"{NB}.ipynb",
+                                                                as_version=4)).encode()
+    assert subs["grace"].late and subs["grace"].canvas_name.startswith("grace_LATE_")
+    with pytest.raises(Exception):
+        nbformat.reads(subs["niklaus"].data.decode(), as_version=4)
+
+
+# ----------------------------------------------------------------------------- gradebook, export, feedback, report
+
+SCORES = {  # student -> grade_ids lost (every other cell full marks)
+    "ada": set(), "alan": {"test_self_attention"}, "edsger": "all", "grace": {"test_transformer", "test_softmax_time"},
+}
+
+
+def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
+    """Scores in the gradebook, an autograded notebook and a grading_log.json, as the engine writes them."""
+    from autograder.results import gradebook
+
+    source = nbformat.read(course_dir / "source" / "ch1" / f"{NB}.ipynb", as_version=4)
+    points = {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
+              for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    lost = set(points) if lost == "all" else lost
+    with gradebook(course_dir) as gb:
+        gb.update_or_create_student(student)
+        gb.add_submission("ch1", student)
+        for gid, pts in points.items():
+            grade = gb.find_grade(gid, NB, "ch1", student)
+            grade.auto_score, grade.needs_manual_grade = (0.0 if gid in lost else pts), False
+        gb.db.commit()
+    # worst case for feedback: the autograded notebook still holds the hidden tests and a check name
+    for cell in source.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError",
+                                                   evalue="wrong [check ch1.self_attention, seed 5]",
+                                                   traceback=["AssertionError: ch1.transformer failed"])]
+    folder = course_dir / "autograded" / student / "ch1"
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(source, folder / f"{NB}.ipynb")
+    cells = {gid: {"score": 0.0 if gid in lost else pts, "max_score": pts, "passed": gid not in lost,
+                   "reason": f"REASON-{gid}: output differs (ch1.self_attention)" if gid in lost else "all trials match",
+                   "failed_checks": [f"ch1.{gid[5:]}"] if gid in lost else []}
+             for gid, pts in points.items()}
+    (folder / "grading_log.json").write_text(json.dumps({"notebooks": {NB: {"cells": cells, "execution_time": 1.0}}}))
+
+
+@pytest.fixture(scope="module")
+def graded(released, tmp_path_factory) -> Path:
+    """A copy of the course with four students graded (no kernel: grades written directly)."""
+    course_dir = fresh(released, tmp_path_factory.mktemp("graded"))
+    for student, lost in SCORES.items():
+        fake_grade(course_dir, student, lost)
+    with __import__("autograder.results", fromlist=["gradebook"]).gradebook(course_dir) as gb:
+        gb.update_or_create_student("ken", lms_user_id="1012")  # collected, but nothing placed
+    return course_dir
+
+
+def test_gradebook_table(capsys, graded) -> None:
+    code, out, _ = run(capsys, "gradebook", "--course", graded)
+    assert code == 0
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line.strip()}
+    assert rows["ada"] == ["11", "11"] and rows["alan"] == ["7", "7"] and rows["edsger"] == ["0", "0"]
+    assert rows["ken"] == ["-", "0"]
+
+
+def test_export_csv_totals_and_cells(capsys, graded, tmp_path) -> None:
+    assert run(capsys, "export", "--format", "csv", "-o", tmp_path / "t.csv", "--course", graded)[0] == 0
+    rows = list(csv.DictReader((tmp_path / "t.csv").open()))
+    by = {r["student_id"]: r for r in rows}
+    assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"]) == ("7", "11", "graded")
+    assert (by["ken"]["score"], by["ken"]["status"]) == ("", "missing")
+    assert run(capsys, "export", "--cells", "-o", tmp_path / "c.csv", "--course", graded)[0] == 0
+    cells = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score"]
+    assert len(cells) == 4 * 7
+    grace = {r["grade_id"]: r["score"] for r in cells if r["student_id"] == "grace"}
+    assert grace["test_transformer"] == "0" and grace["test_self_attention"] == "4"
+
+
+def test_export_canvas_matches_canvas_importer_rules(capsys, graded, tmp_path) -> None:
+    out = tmp_path / "canvas.csv"
+    assert run(capsys, "export", "--format", "canvas", "--canvas-id", "ch1=4321", "-o", out, "--course", graded)[0] == 0
+    rows = list(csv.reader(out.open()))
+    header = rows[0]
+    # lib/gradebook_importer.rb: "Student" then "ID"; SIS User ID needs SIS Login ID; info columns end at "Section"
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and header[5:] == ["ch1 (4321)"]
+    assert "Points Possible" in rows[1][0] and rows[1][5] == "11"
+    by = {r[0]: r for r in rows[2:]}
+    assert by["alan"][5] == "7" and by["ken"][1] == "1012" and by["ken"][5] == ""
+
+
+def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:
+    code, out, _ = run(capsys, "feedback", "--course", graded)
+    assert code == 0 and "wrote 4 feedback page(s)" in out
+    pages = sorted((graded / "feedback").glob(f"*/ch1/{NB}.html"))
+    assert [p.parent.parent.name for p in pages] == sorted(SCORES)
+    assert "BEGIN HIDDEN TESTS" in (graded / "autograded" / "alan" / "ch1" / f"{NB}.ipynb").read_text()
+    for page in pages:
+        text = page.read_text()
+        assert "BEGIN HIDDEN TESTS" not in text and "hidden_check" not in text
+        leaked = [name for name in CHECKS if name in text]
+        assert not leaked, f"{page}: {leaked}"
+    alan = (graded / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
+    assert "Feedback for alan: 7 / 11" in alan and "REASON-test_self_attention: output differs" in alan
+    code, _, err = run(capsys, "feedback", "--student", "nobody", "--course", graded)
+    assert code == 1
+    one_line_error(err, "no graded notebook")
+
+
+def test_feedback_escapes_student_html(graded) -> None:
+    from autograder import feedback
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi <script>alert(1)</script> <b>bold</b>")])
+    html = feedback.render(nb)
+    assert "<script>alert(1)" not in html and "<b>bold</b>" in html
+
+
+def test_report_summary_and_plots(capsys, graded) -> None:
+    code, out, _ = run(capsys, "report", "--course", graded)
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("ch1"))
+    # ada 11, alan 7, edsger 0, grace 11 - 2 - 1 = 8: mean 6.5, median 7.5, one full, one zero
+    assert line.split() == ["ch1", "11", "4", "6.5", "7.5", "1", "1"]
+    assert "ch1.self_attention" in out  # the most-failed hidden checks (the instructor's view)
+    pngs = sorted(p.name for p in (graded / "report").glob("*.png"))
+    assert pngs == ["ch1_cells.png", "hidden_checks_failed.png", "totals.png"]
+    assert all((graded / "report" / p).stat().st_size > 5_000 for p in pngs)
+
+
+# ----------------------------------------------------------------------------- grade (the engine)
+
+def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -> None:
+    pytest.importorskip("autograder.engine")
+    course_dir = fresh(released, tmp_path)
+    assert run(capsys, "collect", class_zip, "--course", course_dir)[0] == 0
+    for student in [p.name for p in (course_dir / "submitted").iterdir() if p.name not in ("ada", "edsger")]:
+        shutil.rmtree(course_dir / "submitted" / student)
+    code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
+    assert code == 0, err
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.startswith(("ada ", "edsger "))}
+    assert rows == {"ada": "11", "edsger": "0"}
+    assert (course_dir / "autograded" / "ada" / "ch1" / f"{NB}.ipynb").exists()
+    code, out, _ = run(capsys, "grade", "--quiet", "--course", course_dir)  # nothing left to grade
+    assert code == 0
+
+
+# ----------------------------------------------------------------------------- python -m autograder
+
+def test_python_dash_m_help() -> None:
+    proc = subprocess.run([sys.executable, "-m", "autograder", "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=course.ROOT)
+    assert proc.returncode == 0
+    for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class"):
+        assert command in proc.stdout
