@@ -1,0 +1,54 @@
+"""`autograder grade` scores the example class exactly as stock `nbgrader autograde` does.
+
+For every chapter: the example class (correct, partly correct, empty, half-done, syntax
+error, crashing work) is collected once, graded by the trusted engine through the CLI
+in one copy of the course and by stock nbgrader in another, and every graded cell of
+every honest student must get the same score. (Students who attack the grader, like one
+whose code kills its own kernel, are graded differently on purpose: stock nbgrader
+leaves that whole notebook unscored.)
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder import cli, course, example_class, results
+
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
+
+
+def _clone(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
+    return dest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", [c.assignment for c in course.chapters()])
+def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: Path) -> None:
+    pytest.importorskip("autograder.engine")
+    chapter = course.chapters([assignment])[0]
+    base = tmp_path / "base"
+    course.init_course(base, [assignment])
+    course.release(base, [assignment])
+    zip_path = example_class.write_zip(example_class.build([chapter], base / "release"), tmp_path / "class.zip")
+    assert cli.main(["collect", "--course", str(base), str(zip_path)]) == 0
+    ours, stock = _clone(base, tmp_path / "ours"), _clone(base, tmp_path / "stock")
+
+    assert cli.main(["grade", "--course", str(ours), "--workers", "2", "--quiet"]) == 0
+    honest = sorted(p.student for p in example_class.PROFILES if p.honest
+                    and (base / "submitted" / p.student / assignment).is_dir())
+    api = course.nbgrader_api(stock)
+    for student in honest:
+        result = api.autograde(assignment, student, force=True, create=True)
+        assert result["success"], f"stock nbgrader failed on {student}: {result['log'][-2000:]}"
+
+    ours_scores = {(c.student, c.grade_id): c.score for c in results.load(ours).cells}
+    stock_scores = {(c.student, c.grade_id): c.score for c in results.load(stock).cells if c.student in honest}
+    assert stock_scores, "stock nbgrader graded nothing"
+    differ = {k: (ours_scores.get(k), v) for k, v in stock_scores.items() if ours_scores.get(k) != v}
+    assert not differ, f"(student, cell): (ours, stock) {differ}"
+    full = results.load(ours).cell_max[(assignment, chapter.notebook)]
+    assert {gid: ours_scores.get(("ada", gid)) for gid in full} == full, "the correct student gets full marks"
