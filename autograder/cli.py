@@ -108,10 +108,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
                  title=f"collected {len(rows)} submission(s) into {args.course / 'submitted'}"))
     if result.problems:
         _print()
-        _print(table(["file", "problem"], result.problems, title=f"{len(result.problems)} file(s) not placed"))
+        _print(table(["file", "problem"], result.problems,
+                     title=f"{len(result.problems)} problem(s): files not placed, duplicates, unreadable notebooks"))
     counts = {s: sum(1 for _, st in result.placed if st == s) for s in ("new", "replaced", "unchanged")}
     _print(f"\n{counts['new']} new, {counts['replaced']} replaced, {counts['unchanged']} unchanged, "
-           f"{len(result.problems)} not placed; {len(result.students)} student(s)")
+           f"{len(result.problems)} problem(s); {len(result.students)} student(s)")
     return 0
 
 

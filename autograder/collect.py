@@ -13,8 +13,9 @@ A source is a folder or a zip. Each file in it is placed by one of two rules:
   file name without Canvas's `-N` or a browser's ` (N)` suffix.
 
 Anything else is reported, never fatal: not a notebook, a name matching no notebook of
-the course, an unknown chapter, an unreadable notebook, and duplicates (the latest is
-kept: highest attachment id, then newest timestamp).
+the course, an unknown chapter, and duplicates (the latest is kept: highest attachment
+id, then newest timestamp). A notebook file that cannot be read (truncated, not JSON) is
+placed all the same, so that the grader scores it 0 with a reason, and reported.
 """
 from __future__ import annotations
 
@@ -215,10 +216,9 @@ def collect(course_dir: Path, sources: Iterable[Path]) -> CollectResult:
             chosen[key] = new
         else:
             chosen[key] = placed
-    for key, placed in list(chosen.items()):  # the latest upload counts, even when it is broken
+    for placed in chosen.values():  # the latest upload counts, even when it is broken: it scores 0
         if problem := check_notebook(placed.entry.data):
-            result.problems.append((placed.entry.origin, f"{problem}; {placed.student} has no {placed.notebook}"))
-            del chosen[key]
+            result.problems.append((placed.entry.origin, f"{problem}: placed anyway, it will score 0"))
     for key in sorted(chosen):
         result.placed.append((chosen[key], _write(course_dir, chosen[key])))
     return result
