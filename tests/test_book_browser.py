@@ -1,0 +1,311 @@
+"""Both editions of the book in a real browser: headless Chromium (Debian's `chromium` and
+`chromium-driver`) driven by selenium, every page served from 127.0.0.1 with every other
+host unreachable (as offline).
+
+On every page: math typeset by the local MathJax (`mjx-container` in every math element, no
+TeX error, no raw `$$`), no console error, no failed or off-host request, every image loaded,
+every internal link and anchor resolving. Search works from the built files. A full-page
+screenshot of each chapter goes to artifacts/screenshots/<edition>/.
+
+Without Chromium the tests skip, except in CI (CI=true), where they fail.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from autograder import book
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
+         "--window-size=1280,900", "--hide-scrollbars",
+         # offline: every host but the local server is unreachable
+         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+SCREENSHOTS = book.ROOT / "artifacts" / "screenshots"
+MAX_SCREENSHOT_HEIGHT = 16000
+NETWORK_SCHEMES = {"http", "https", "ws", "wss", "ftp"}  # not data:, blob:, chrome:// (the browser's own UI)
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _require_browser() -> None:
+    """Skip (locally) or fail (CI) with the reason when Chromium or selenium is missing."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (Path(p).is_file() and os.access(p, os.X_OK))]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package (pip install selenium)")
+    if missing:
+        reason = (f"headless Chromium tests need {', '.join(missing)}; install with "
+                  "`apt-get install -y chromium chromium-driver`")
+        if IN_CI:
+            pytest.fail(reason + " (CI=true: not skipping)")
+        pytest.skip(reason)
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves _build/ and records every request's path and status."""
+
+    log: list[tuple[str, int]]
+
+    def log_request(self, code="-", size="-"):  # noqa: ANN001 - http.server's signature
+        self.server.requests.append((urllib.parse.unquote(self.path), int(code)))  # type: ignore[attr-defined]
+
+    def log_message(self, *args):  # noqa: ANN002 - quiet
+        pass
+
+
+@pytest.fixture(scope="session")
+def editions() -> dict[str, Path]:
+    """Both editions, built once per test session."""
+    return book.build_once()
+
+
+@pytest.fixture(scope="session")
+def server(editions) -> Iterator[http.server.ThreadingHTTPServer]:
+    """A local web server on 127.0.0.1 whose root is _build/ (`/student/html/...`)."""
+    handler = functools.partial(_Handler, directory=str(book.BUILD))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def driver():
+    """Headless Chromium through chromedriver, with a fresh profile and console/network logs."""
+    _require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="book-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    drv.set_page_load_timeout(60)
+    drv.set_script_timeout(60)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- what one page shows
+
+WAIT_FOR_PAGE = """
+const done = arguments[arguments.length - 1];
+const images = () => Promise.all([...document.images].map(img => {
+  img.loading = 'eager';
+  return img.complete ? null : new Promise(r => { img.onload = img.onerror = r; });
+}));
+const math = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+  ? MathJax.startup.promise.then(() => 'typeset', e => 'mathjax error: ' + e) : Promise.resolve('no mathjax');
+Promise.all([math(), images()]).then(r => done(r[0]), e => done('error: ' + e));
+"""
+
+INSPECT = r"""
+const skip = el => el.closest('pre, code, script, style, textarea, mjx-container, .highlight, .output');
+const texts = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) {
+  const node = walker.currentNode;
+  if (node.parentElement && !skip(node.parentElement)) texts.push(node.textContent);
+}
+const prose = texts.join(' ');
+const maths = [...document.querySelectorAll('.math')];
+return {
+  math: maths.length,
+  untypeset: maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80)),
+  containers: document.querySelectorAll('mjx-container').length,
+  tex_errors: [...document.querySelectorAll('mjx-merror')].map(m => m.textContent.slice(0, 80)),
+  raw_dollars: (prose.match(/\$\$[^$]{0,60}|\$[^$\s][^$\n]{0,60}\$/g) || []).slice(0, 5),
+  images: [...document.images].map(img => ({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
+  links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+  ids: [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.getAttribute('name')),
+  height: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
+};
+"""
+
+
+def _network_problems(entries: list[dict], origin: str) -> list[str]:
+    """Failed, off-host or >= 400 requests in Chromium's performance log."""
+    problems, urls = [], {}
+    for entry in entries:
+        message = json.loads(entry["message"])["message"]
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Network.requestWillBeSent":
+            url = params["request"]["url"]
+            urls[params["requestId"]] = url
+            if url.split(":", 1)[0] in NETWORK_SCHEMES and not url.startswith(origin + "/"):
+                problems.append(f"off-host request {url}")
+        elif method == "Network.responseReceived" and params["response"]["status"] >= 400:
+            problems.append(f"HTTP {params['response']['status']} for {params['response']['url']}")
+        elif method == "Network.loadingFailed" and not params.get("canceled"):
+            problems.append(f"request failed ({params.get('errorText')}): {urls.get(params['requestId'], '?')}")
+    return problems
+
+
+def _screenshot(drv, height: int, path: Path) -> None:
+    """A full-page PNG (capped at MAX_SCREENSHOT_HEIGHT pixels)."""
+    import base64
+
+    width = drv.execute_script("return document.documentElement.clientWidth")
+    shot = drv.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": width, "height": min(height, MAX_SCREENSHOT_HEIGHT), "scale": 1}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def _pages(html: Path) -> list[str]:
+    """Every HTML page of an edition, relative to its html/ folder."""
+    return sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
+                  if not p.relative_to(html).as_posix().startswith("_static/"))
+
+
+def _resolve(url: str, base: str, root: Path) -> tuple[Path, str] | None:
+    """The file a same-origin URL serves, and its fragment; None for another origin or scheme."""
+    if not url.startswith(base):
+        return None
+    parsed = urllib.parse.urlsplit(url)
+    path = root / urllib.parse.unquote(parsed.path).lstrip("/")
+    if parsed.path.endswith("/"):
+        path = path / "index.html"
+    return path, urllib.parse.unquote(parsed.fragment)
+
+
+def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path | None = None) -> dict[str, list[str]]:
+    """Open each page of the edition in `html` (served under `origin`); the problems found, by page."""
+    base = origin + "/" + html.relative_to(book.BUILD).as_posix() + "/"
+    problems: dict[str, list[str]] = {}
+    ids: dict[Path, set[str]] = {}
+    links: list[tuple[str, str]] = []
+    driver.get_log("browser"), driver.get_log("performance")  # drop earlier entries
+    for page in pages:
+        found: list[str] = []
+        driver.get(base + page)
+        state = driver.execute_async_script(WAIT_FOR_PAGE)
+        info = driver.execute_script(INSPECT)
+        if state.startswith(("error", "mathjax error")):
+            found.append(state)
+        if info["math"] and state != "typeset":
+            found.append(f"{info['math']} math elements but MathJax did not run ({state})")
+        found += [f"math not typeset: {t!r}" for t in info["untypeset"]]
+        found += [f"TeX error: {t!r}" for t in info["tex_errors"]]
+        found += [f"raw TeX left in the text: {t!r}" for t in info["raw_dollars"]]
+        found += [f"image not loaded: {img['src']}" for img in info["images"] if not img["ok"]]
+        found += [f"console {e['level']}: {e['message'][:300]}" for e in driver.get_log("browser")
+                  if e["level"] == "SEVERE"]
+        found += _network_problems(driver.get_log("performance"), origin)
+        ids[html / page] = set(info["ids"])
+        links += [(page, url) for url in info["links"]]
+        if shots is not None and page.startswith("chapters/"):
+            _screenshot(driver, info["height"], shots / (Path(page).stem + ".png"))
+        if found:
+            problems[page] = found
+    for page, url in links:
+        target = _resolve(url, origin + "/", book.BUILD)
+        if target is None:
+            continue  # another scheme or host: a plain link, nothing is loaded
+        path, fragment = target
+        if not path.resolve().is_relative_to(html.resolve()):
+            problems.setdefault(page, []).append(f"link leaves the edition: {url}")
+        elif not path.is_file():
+            problems.setdefault(page, []).append(f"broken link: {url}")
+        elif fragment and path.suffix == ".html":
+            if path not in ids:  # a page not in `pages`: read its anchors from the file
+                ids[path] = set(re.findall(r"""\b(?:id|name)=["']([^"']+)["']""", path.read_text(errors="ignore")))
+            if fragment not in ids[path]:
+                problems.setdefault(page, []).append(f"missing anchor #{fragment} in {path.relative_to(html)}")
+    return problems
+
+
+# ---------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_every_page_renders_offline(edition: str, editions, server, driver) -> None:
+    html = editions[edition]
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    pages = _pages(html)
+    assert "index.html" in pages and any(p.startswith("chapters/") for p in pages), pages
+    shots = SCREENSHOTS / edition
+    shutil.rmtree(shots, ignore_errors=True)
+    problems = check_pages(driver, origin, html, pages, shots)
+    bad_status = [(p, s) for p, s in server.requests if p.startswith(f"/{edition}/") and s >= 400]
+    assert not bad_status, f"the server answered errors: {bad_status[:10]}"
+    assert not problems, "\n".join(f"{page}:\n  " + "\n  ".join(found) for page, found in problems.items())
+    chapters = [p for p in pages if p.startswith("chapters/")]
+    assert sorted(p.name for p in shots.glob("*.png")) == sorted(Path(p).stem + ".png" for p in chapters)
+
+
+DOCTORED = """
+<div class="tex2jax_ignore mathjax_ignore"><p>Left raw: $$x^2$$.</p></div>
+<span class="math notranslate nohighlight">\\(x^1^2\\)</span>
+<img src="../_images/no-such-figure.png" alt="missing">
+<a href="errata.html#no-such-anchor">a missing anchor</a> <a href="no-such-page.html">a missing page</a>
+<script src="https://cdn.jsdelivr.net/npm/no-such-package/index.js"></script>
+<script>console.error("planted error")</script>
+"""
+
+
+def test_the_checks_catch_a_broken_page(editions, server, driver) -> None:
+    """A copy of a math page with one planted fault of each kind: every fault is reported."""
+    source = editions["student"]
+    html = book.BUILD / "browser-selftest" / "html"
+    shutil.rmtree(html.parent, ignore_errors=True)
+    (html / "front").mkdir(parents=True)
+    for name in ("_static", "_images"):
+        (html / name).symlink_to(source / name, target_is_directory=True)
+    shutil.copy(source / "front" / "errata.html", html / "front" / "errata.html")
+    page = (source / "front" / "notation.html").read_text()
+    assert "<article" in page and '<span class="math' in page
+    (html / "front" / "notation.html").write_text(page.replace("<article", DOCTORED + "<article", 1))
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        found = "\n".join(check_pages(driver, origin, html, ["front/notation.html"])["front/notation.html"])
+    finally:
+        shutil.rmtree(html.parent, ignore_errors=True)
+    for expected in ("raw TeX left in the text: '$$x^2", "TeX error", "image not loaded", "no-such-figure.png",
+                     "missing anchor #no-such-anchor", "broken link", "no-such-page.html",
+                     "off-host request https://cdn.jsdelivr.net", "planted error"):
+        assert expected in found, f"{expected!r} not reported; the checks reported:\n{found}"
+
+
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_search_finds_pages_from_the_built_files(edition: str, editions, server, driver) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    driver.get(f"{origin}/{edition}/html/search.html?q=softmax")
+    results = WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script(
+            "const r = [...document.querySelectorAll('#search-results ul.search li a')].map(a => a.href);"
+            "return r.length ? r : null;"))
+    assert any("/chapters/" in url for url in results), results
+    stray = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not stray, stray
