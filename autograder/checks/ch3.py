@@ -1,0 +1,64 @@
+"""Hidden checks of Chapter 3: merging query and key (EQUAL_WHEN comes from solutions.answers)."""
+from __future__ import annotations
+
+import torch
+
+from autograder.checks.base import DTYPES, FunctionCheck, ValueCheck, devices, randn
+from solutions import ch3
+
+# (H, K, J): K = 1, K < J, K > J, several heads
+MERGE_SIZES = [(1, 1, 1), (1, 3, 4), (2, 3, 8), (3, 5, 4), (4, 8, 16), (2, 4, 10)]
+# (T, J, H, K): T = 1, T != J (a transposed M fails), H = 1 and H > 1
+ATTENTION_SIZES = [(1, 4, 1, 3), (5, 8, 2, 3), (7, 12, 3, 5), (16, 16, 4, 8), (6, 10, 2, 4)]
+
+
+def merge_query_key_trials(gen: torch.Generator) -> list[tuple]:
+    """WQ, WK[H,K,J] of every size, both dtypes, every device."""
+    return [tuple(randn(gen, H, K, J, dtype=dtype, device=dev) for _ in range(2))
+            for dev in devices() for dtype in DTYPES for H, K, J in MERGE_SIZES]
+
+
+def attention_weights_trials(gen: torch.Generator) -> list[tuple]:
+    """M[T,J], WQ, WK[H,K,J], every size, both dtypes, every device."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for T, J, H, K in ATTENTION_SIZES:
+                M = randn(gen, T, J, dtype=dtype, device=dev)
+                WQ, WK = (randn(gen, H, K, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
+                trials.append((M, WQ, WK))
+    return trials
+
+
+def merged_attention_weights_trials(gen: torch.Generator) -> list[tuple]:
+    """M[T,J] and an unstructured (not symmetric, full-rank) W~Q[H,J,J]."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for T, J, H, _ in ATTENTION_SIZES:
+                M = randn(gen, T, J, dtype=dtype, device=dev)
+                trials.append((M, randn(gen, H, J, J, dtype=dtype, device=dev, scale=1.0 / J)))
+    return trials
+
+
+def _ints(gen: torch.Generator, n: int, high: int) -> list[int]:
+    return torch.randint(1, high, (n,), generator=gen).tolist()
+
+
+def params_separate_trials(gen: torch.Generator) -> list[tuple]:
+    """(K, J) pairs: K = 1, K = J/2, K > J and random ones."""
+    return [(1, 1), (4, 8), (9, 3)] + list(zip(_ints(gen, 8, 200), _ints(gen, 8, 1000)))
+
+
+def params_merged_trials(gen: torch.Generator) -> list[tuple]:
+    """J = 1, 2 and random ones."""
+    return [(1,), (2,)] + [(J,) for J in _ints(gen, 8, 1000)]
+
+
+CHECKS = {
+    "ch3.merge_query_key": FunctionCheck(ch3.merge_query_key, merge_query_key_trials),
+    "ch3.attention_weights": FunctionCheck(ch3.attention_weights, attention_weights_trials),
+    "ch3.merged_attention_weights": FunctionCheck(ch3.merged_attention_weights, merged_attention_weights_trials),
+    "ch3.params_separate": ValueCheck(ch3.params_separate, params_separate_trials),
+    "ch3.params_merged": ValueCheck(ch3.params_merged, params_merged_trials),
+}
