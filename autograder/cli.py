@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -148,26 +147,41 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from autograder.engine import grade
     except ImportError as exc:
         raise CliError(f"the grading engine is not available ({exc})") from None
-    start = time.perf_counter()
-    summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
-                    progress=not args.quiet)
-    elapsed = time.perf_counter() - start
-    _print(describe_summary(summary, elapsed))
+    try:
+        from autograder.engine import EngineError
+    except ImportError:
+        EngineError = CliError  # noqa: N806 - an engine without its error type
+    try:
+        summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
+                        progress=not args.quiet)
+    except EngineError as exc:
+        raise CliError(str(exc)) from None
+    _print(describe_summary(summary))
     _print()
-    return cmd_gradebook(args)
+    cmd_gradebook(args)
+    failed = int(getattr(summary, "failed", 0) or 0)
+    if failed:
+        print(f"autograder grade: error: {failed} notebook(s) could not be graded; run `autograder grade` "
+              "again to retry them", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
 
 
-def describe_summary(summary: object, elapsed: float) -> str:
-    """One or two lines about a grading run, from whatever the engine's GradeSummary reports."""
-    fields = {}
-    if hasattr(summary, "__dataclass_fields__"):
-        fields = {k: getattr(summary, k) for k in summary.__dataclass_fields__}
-    elif hasattr(summary, "__dict__"):
-        fields = dict(vars(summary))
-    parts = [f"{k.replace('_', ' ')}: {v if not isinstance(v, float) else round(v, 3)}"
-             for k, v in fields.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
-    text = f"graded in {elapsed:.1f} s"
-    return text + ("; " + ", ".join(parts) if parts else "")
+def describe_summary(summary: object) -> str:
+    """One line about a grading run, from the engine's GradeSummary."""
+    get = lambda name: getattr(summary, name, None)  # noqa: E731
+    text = (f"graded {get('graded')} notebook(s), skipped {get('skipped')} already graded, "
+            f"failed {get('failed')}, in {get('seconds') or 0:.1f} s")
+    extra = []
+    if get("graded"):
+        extra.append(f"{get('throughput') or 0:.2f} notebooks/s")
+    if get("workers"):
+        extra.append(f"{get('workers')} workers")
+    if get("worker_start_s") is not None:
+        extra.append(f"worker start {get('worker_start_s'):.1f} s")
+    if get("per_notebook_overhead_s") is not None:
+        extra.append(f"per-notebook overhead {get('per_notebook_overhead_s'):.3f} s")
+    return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 # ----------------------------------------------------------------------------- gradebook, export, feedback, report

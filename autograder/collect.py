@@ -23,7 +23,6 @@ import datetime as dt
 import hashlib
 import json
 import re
-import shutil
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -246,6 +245,4 @@ def _write(course_dir: Path, placed: Placed) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(placed.entry.data)
     (folder / "timestamp.txt").write_text(placed.entry.timestamp.strftime("%Y-%m-%d %H:%M:%S.%f"))
-    if status == "replaced":  # a changed submission is graded again
-        shutil.rmtree(course_dir / "autograded" / placed.student / placed.assignment, ignore_errors=True)
     return status

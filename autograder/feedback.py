@@ -33,7 +33,9 @@ def scrub(text: str, names: list[str]) -> str:
     text = CHECK_SUFFIX.sub("", text)
     text = re.sub(r"^.*\bhidden_check\b.*\n?", "", text, flags=re.M)
     for name in names:
-        text = text.replace(name, "a hidden check")
+        if name in text:
+            text = re.sub(rf"\b(?:the )?hidden (test|check) {re.escape(name)}\b", r"a hidden \1", text)
+            text = text.replace(name, "a hidden check")
     return text
 
 
