@@ -52,6 +52,7 @@ ROOT = course.ROOT
 BUILD = ROOT / "_build"
 CACHE = BUILD / ".book_cache"
 STAGE = BUILD / "stage"
+MANIFEST = CACHE / "published.json"  # source notebook -> executed copy, of the last build
 CONFIG = ROOT / "_config.yml"
 TOC = ROOT / "_toc.yml"
 EDITIONS = ("student", "solutions")
@@ -218,6 +219,11 @@ def execute_notebook(src: Path, dest: Path, timeout: int, threads: int) -> float
     nbformat.write(nb, str(tmp))
     tmp.replace(dest)
     return time.perf_counter() - start
+
+
+def executed_copies() -> dict[Path, Path]:
+    """Source notebook -> the executed copy the last build published."""
+    return {ROOT / k: ROOT / v for k, v in json.loads(MANIFEST.read_text()).items()}
 
 
 def _timings() -> dict[str, float]:
@@ -465,45 +471,78 @@ def _locked() -> Iterator[None]:
 
 
 def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bool = False,
-          strict: bool = True, log=print) -> dict[str, Path]:
-    """Execute (cached), stage and build `editions`; returns each edition's html folder."""
+          strict: bool = True, log=print, timings: dict[str, float] | None = None) -> dict[str, Path]:
+    """Execute (cached), stage, build and audit `editions`; returns each edition's html folder.
+
+    `timings`, when given, receives the seconds spent executing, in Sphinx and auditing.
+    """
     chosen = [Edition(name) for name in editions]
     unknown = {e.name for e in chosen} - set(EDITIONS)
     if unknown:
         raise BookError(f"no edition {', '.join(sorted(unknown))}; editions are {', '.join(EDITIONS)}")
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
     timeout = int((yaml.safe_load(CONFIG.read_text()).get("execute") or {}).get("timeout", 600))
+    timings = {} if timings is None else timings
     with _locked():
         _warn_unpublished_chapters(log)
-        start = time.perf_counter()
+        clock = time.perf_counter()
         sources = [source_of(d) for d in notebook_docs()]
         executed = execute_all(sources, jobs, timeout, force=force, log=log)
-        log(f"book: execution {time.perf_counter() - start:.1f} s")
-        start = time.perf_counter()
+        MANIFEST.write_text(json.dumps({str(k.relative_to(ROOT)): str(v.relative_to(ROOT))
+                                        for k, v in executed.items()}, indent=1))
+        timings["execute"], clock = time.perf_counter() - clock, time.perf_counter()
         for edition in chosen:
             changed = stage(edition, executed)
-            log(f"book: staged {edition.name} edition ({len(changed)} files changed)")
-        procs = {}
-        for k, edition in enumerate(chosen):  # both editions at once when there are 2 cores
-            if k >= jobs and procs:
-                _finish(*procs.popitem())
-            procs[edition] = sphinx_build(edition, strict)
-        while procs:
-            _finish(*procs.popitem())
-        log(f"book: sphinx {time.perf_counter() - start:.1f} s")
+            log(f"book: staged the {edition.name} edition ({len(changed)} files changed)")
+        timings["stage"], clock = time.perf_counter() - clock, time.perf_counter()
+        running: list[tuple[Edition, subprocess.Popen]] = []
+        for edition in chosen:  # up to `jobs` editions at once
+            if _up_to_date(edition, strict):
+                log(f"book: the {edition.name} edition is up to date")
+                continue
+            if len(running) >= jobs:
+                _finish(*running.pop(0), strict)
+            running.append((edition, sphinx_build(edition, strict)))
+        for edition, proc in running:
+            _finish(edition, proc, strict)
+        timings["sphinx"], clock = time.perf_counter() - clock, time.perf_counter()
         if "student" in {e.name for e in chosen}:
-            leaks = audit_student(Edition("student"), {src: executed[src] for src in sources})
+            leaks = audit_student(Edition("student"), executed)
             if leaks:
-                raise BookError("the student edition leaks solutions:\n" + "\n".join(leaks[:20]))
+                raise BookError("the student edition shows solutions:\n" + "\n".join(leaks[:20]))
         for edition in chosen:
             remote = audit_offline(edition.html)
             if remote:
                 raise BookError(f"the {edition.name} edition loads from the network:\n" + "\n".join(remote[:20]))
-            log(f"book: {edition.name} edition -> {edition.html.relative_to(ROOT)}/index.html")
+        timings["audit"] = time.perf_counter() - clock
+        log("book: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+        for edition in chosen:
+            log(f"book: the {edition.name} edition is in {edition.html.relative_to(ROOT)}/ (open index.html)")
     return {e.name: e.html for e in chosen}
 
 
-def _finish(edition: Edition, proc: subprocess.Popen) -> None:
+SPHINX_STACK = ("sphinx", "jupyter-book", "myst-nb", "myst-parser", "sphinx-book-theme",
+                "pydata-sphinx-theme", "sphinx-mathjax-offline", "sphinx-external-toc")
+
+
+def _stamp(edition: Edition, strict: bool) -> str:
+    """sha256 of everything a Sphinx build of `edition` depends on: the staged files and the Sphinx stack."""
+    h = hashlib.sha256(f"{strict}|{'|'.join(_version(d) for d in SPHINX_STACK)}".encode())
+    for path in sorted(edition.stage.rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(edition.stage).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _up_to_date(edition: Edition, strict: bool) -> bool:
+    """The edition's HTML was built, successfully, from exactly the staged files there are now."""
+    stamp = edition.out / "built-from.sha256"
+    return (edition.html / "index.html").is_file() and stamp.is_file() and \
+        stamp.read_text().strip() == _stamp(edition, strict)
+
+
+def _finish(edition: Edition, proc: subprocess.Popen, strict: bool) -> None:
+    (edition.out / "built-from.sha256").unlink(missing_ok=True)
     code = proc.wait()
     log = (edition.out / "sphinx.log").read_text(errors="replace")
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
@@ -512,6 +551,7 @@ def _finish(edition: Edition, proc: subprocess.Popen) -> None:
     if code != 0 or not (edition.html / "index.html").is_file():
         raise BookError(f"sphinx failed on the {edition.name} edition (exit {code}); "
                         f"see {edition.out / 'sphinx.log'}:\n{_last_lines(log)}")
+    (edition.out / "built-from.sha256").write_text(_stamp(edition, strict) + "\n")
 
 
 def _warn_unpublished_chapters(log) -> None:

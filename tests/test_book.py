@@ -1,0 +1,232 @@
+"""The published book: two editions from one source (autograder/book.py).
+
+Fast tests check the table of contents, the edition configurations and the student
+notebook transform; the `slow` ones build both editions once per session (chapters
+executed once, cached) and search every file of the student edition (HTML, search index,
+sources, notebooks, doctrees, the staged source) for solution code, hidden tests and worked
+solutions, with a control: everything searched for is found in the solutions edition.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import snowballstemmer
+import yaml
+
+from autograder import book, course
+
+FRONT = ["front/students", "front/instructors", "front/notation", "front/errata"]
+
+
+def _chapter_docs() -> list[str]:
+    return [c.path.relative_to(book.ROOT).with_suffix("").as_posix() for c in course.chapters()]
+
+
+# ---------------------------------------------------------------- fast: sources and configuration
+
+
+def test_front_matter_is_a_part_before_the_chapters() -> None:
+    toc = yaml.safe_load(book.TOC.read_text())
+    captions = [part.get("caption") for part in toc["parts"]]
+    assert captions[0] == "Using this book" and captions[-1] == "Chapters", captions
+    docs = book.toc_documents()
+    assert docs[1:1 + len(FRONT)] == FRONT, docs
+    for doc in FRONT:
+        assert book.source_of(doc) is not None, f"{doc}.md is missing"
+    first_chapter = min(docs.index(d) for d in docs if d.startswith("chapters/"))
+    assert first_chapter > max(docs.index(d) for d in FRONT)
+
+
+def test_every_chapter_is_published_in_order() -> None:
+    docs = [d for d in book.toc_documents() if d.startswith("chapters/")]
+    assert docs == _chapter_docs(), "every chapters/chN_*.ipynb must be in _toc.yml, in chapter order"
+
+
+def test_errata_page_lists_the_known_seed_typos() -> None:
+    text = (book.ROOT / "front" / "errata.md").read_text()
+    for needle in ("ranger",                      # seed 000
+                   "L_\\ell(t_2, J_2)",           # seed 002 P6: the last factor at t2
+                   "L_\\ell[b, 2t + \\Delta t, i']",  # seed 002 P3: the batch index b
+                   "1/\\sqrt{K}",                  # seed 002 P4: unscaled scores
+                   "key matrix"):                  # seed 004: K for items and keys
+        assert needle in text, needle
+
+
+def test_notation_page_translates_to_every_seed() -> None:
+    text = (book.ROOT / "front" / "notation.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| book |"))
+    assert [c.strip() for c in header.strip("|").split("|")] == ["book", "000", "001", "002", "003", "004"]
+
+
+def test_edition_configs() -> None:
+    student, solutions = book.edition_config("student"), book.edition_config("solutions")
+    for cfg in (student, solutions):
+        assert cfg["execute"]["execute_notebooks"] == "off"  # executed once, before staging
+        assert cfg["only_build_toc_files"] is True
+        extensions = cfg["sphinx"]["config"]["extensions"]
+        assert "sphinx-mathjax-offline" in extensions and "sphinx_thebe" not in extensions
+    conf = student["sphinx"]["config"]
+    assert conf["html_copy_source"] is False and conf["html_show_sourcelink"] is False
+    assert conf["html_theme_options"]["use_download_button"] is False
+    assert "html_copy_source" not in solutions["sphinx"]["config"]
+
+
+@pytest.mark.parametrize("chapter", course.chapters(), ids=lambda c: c.assignment)
+def test_student_notebook_is_the_release_with_outputs_kept(chapter: course.Chapter) -> None:
+    source = nbformat.read(chapter.path, as_version=4)
+    for k, cell in enumerate(source.cells):  # stand-in outputs, as an execution leaves them
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"output of cell {k}\n")]
+    student = book.student_notebook(source)
+    by_id = {c.id: c for c in student.cells}
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if course.SOLUTION_TEXT_TAG in cell.metadata.get("tags", []):
+            assert cell.id not in by_id, "worked solutions are dropped"
+            continue
+        twin = by_id[cell.id]
+        if cell.cell_type == "code":
+            assert twin.outputs == cell.outputs, "outputs are kept"
+        if meta.get("solution") and cell.cell_type == "code":
+            stub = [line.strip() for line in twin.source.splitlines()]
+            assert all(line in stub for line in book.CODE_STUB.splitlines()), twin.source
+            assert "BEGIN SOLUTION" not in twin.source
+        elif meta.get("grade"):
+            assert "hidden_check(" not in twin.source and "BEGIN HIDDEN TESTS" not in twin.source
+        else:
+            assert twin.source == cell.source, "other cells are unchanged"
+    secrets = book.secrets(source)
+    assert secrets, "a chapter with solutions has something to hide"
+    assert not [s for s in secrets if s in book._normalise(book._notebook_text(student))]
+
+
+@pytest.mark.slow
+def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
+    """The student edition's cells are exactly what `nbgrader generate_assignment` gives students."""
+    chosen = course.init_course(tmp_path)
+    released = {p.stem: nbformat.read(p, as_version=4) for p in course.release(tmp_path)}
+    for chapter in chosen:
+        ours = book.student_notebook(nbformat.read(chapter.path, as_version=4))
+        theirs = released[chapter.notebook]
+        assert [c.source for c in ours.cells] == [c.source for c in theirs.cells], chapter.notebook
+
+
+# ---------------------------------------------------------------- slow: the built editions
+
+
+@pytest.fixture(scope="session")
+def editions() -> dict[str, Path]:
+    """Both editions, built once per test session (shared with tests/test_book_browser.py)."""
+    return book.build_once()
+
+
+@pytest.fixture(scope="session")
+def texts(editions) -> dict[str, str]:
+    """Every file of each edition's output folder and staged source, as normalised text."""
+    return {name: book.edition_text(book.Edition(name).out) + " " + book.edition_text(book.Edition(name).stage)
+            for name in book.EDITIONS}
+
+
+def _published_chapters() -> list[Path]:
+    """The chapter notebooks the session's build published."""
+    return list(book.executed_copies())
+
+
+@pytest.mark.slow
+def test_student_edition_has_no_solution_code_hidden_tests_or_worked_solutions(texts) -> None:
+    assert _published_chapters()
+    for marker in book.FORBIDDEN:
+        assert marker not in texts["student"], f"{marker!r} in the student edition"
+    assert "hidden_check(" in texts["solutions"], "control: the solutions edition shows the hidden tests"
+    for src in _published_chapters():
+        secrets = book.secrets(nbformat.read(src, as_version=4))
+        assert secrets, src.name
+        unseen = [s for s in secrets if s not in texts["solutions"]]
+        assert not unseen, f"control: {src.name}: not in the solutions edition, so the search is blind: {unseen[:5]}"
+        leaks = [s for s in secrets if s in texts["student"]]
+        assert not leaks, f"{src.name}: the student edition shows {leaks[:5]}"
+
+
+def _index_terms(html: Path) -> set[str]:
+    raw = (html / "searchindex.js").read_text()
+    index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
+    return set(index["terms"]) | set(index.get("titleterms", {}))
+
+
+@pytest.mark.slow
+def test_search_index_has_no_solution_only_words(editions) -> None:
+    """Words that occur only in solutions, hidden tests and worked solutions are not searchable in the student edition."""
+    stem = snowballstemmer.stemmer("porter").stemWord
+    student_terms, solution_terms = _index_terms(editions["student"]), _index_terms(editions["solutions"])
+    secret_words, kept_words = set(), set()
+    for path in [book.source_of(d) for d in book.toc_documents()]:
+        if path.suffix != ".ipynb":
+            kept_words |= set(re.findall(r"\w+", path.read_text().lower()))
+            continue
+        source = nbformat.read(path, as_version=4)
+        executed = nbformat.read(book.executed_copies()[path], as_version=4)
+        kept_words |= set(re.findall(r"\w+", book._notebook_text(book.student_notebook(executed)).lower()))
+        secret_words |= set(re.findall(r"\w+", " ".join(book.secrets(source)).lower()))
+    only_secret = {stem(w) for w in secret_words - kept_words if len(w) > 3} - {stem(w) for w in kept_words}
+    assert "hidden_check" in only_secret and "hidden_check" in solution_terms, "control"
+    assert only_secret & solution_terms, "control: solution-only words are indexed in the solutions edition"
+    leaked = sorted(only_secret & student_terms)
+    assert not leaked, f"searchable in the student edition: {leaked[:20]}"
+
+
+@pytest.mark.slow
+def test_student_edition_offers_no_notebook_or_source_download(editions) -> None:
+    student, solutions = editions["student"], editions["solutions"]
+    assert not (student / "_sources").exists()
+    assert not list(student.rglob("*.ipynb"))
+    for page in student.rglob("*.html"):
+        html = page.read_text()
+        assert not re.search(r"""href=["'][^"']*(_sources/|\.ipynb)""", html), f"{page.name} links a source download"
+    assert list((solutions / "_sources").rglob("*.ipynb")), "control: the solutions edition has its notebooks"
+
+
+@pytest.mark.slow
+def test_student_edition_shows_stubs_and_keeps_every_output(editions) -> None:
+    for src in _published_chapters():
+        page = src.relative_to(book.ROOT).with_suffix(".html").as_posix()
+        student = (editions["student"] / page).read_text()
+        solutions = (editions["solutions"] / page).read_text()
+        n_solution_cells = sum(1 for c in nbformat.read(src, as_version=4).cells
+                               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+        assert student.count("NotImplementedError") >= n_solution_cells, page
+        for pattern in (r"<img\b", r'class="cell_output', r'class="output '):
+            assert len(re.findall(pattern, student)) == len(re.findall(pattern, solutions)), (page, pattern)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_every_figure_is_present(edition: str, editions) -> None:
+    html = editions[edition]
+    for src in _published_chapters():
+        executed = nbformat.read(book.executed_copies()[src], as_version=4)
+        plots = sum(1 for c in executed.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+        page = html / src.relative_to(book.ROOT).with_suffix(".html")
+        images = re.findall(r"""<img\b[^>]*\ssrc=["']([^"']+)["']""", page.read_text())
+        assert len(images) >= plots, f"{page.name}: {plots} plots executed, {len(images)} images on the page"
+        for image in images:
+            assert (page.parent / image).resolve().is_file(), f"{page.name}: {image} is missing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edition", book.EDITIONS)
+def test_edition_works_offline(edition: str, editions) -> None:
+    html = editions[edition]
+    assert not book.audit_offline(html)
+    pages = list(html.rglob("*.html"))
+    with_math = [p for p in pages if 'class="math' in p.read_text()]
+    assert with_math, "control: some page has math"
+    for page in with_math:
+        text = page.read_text()
+        scripts = re.findall(r"""<script\b[^>]*\ssrc=["']([^"']*mathjax[^"']*)["']""", text)
+        assert scripts, f"{page.name} has math but no MathJax"
+        for script in scripts:
+            assert (page.parent / script.split("?")[0]).resolve().is_file(), f"{page.name}: {script} not in the build"
