@@ -170,13 +170,17 @@ def _network_problems(entries: list[dict], origin: str) -> list[str]:
 
 
 def _screenshot(drv, height: int, path: Path) -> None:
-    """A full-page PNG (capped at MAX_SCREENSHOT_HEIGHT pixels)."""
+    """A full-page PNG: the viewport stretched to the page's height (capped at MAX_SCREENSHOT_HEIGHT)."""
     import base64
 
-    width = drv.execute_script("return document.documentElement.clientWidth")
-    shot = drv.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": width, "height": min(height, MAX_SCREENSHOT_HEIGHT), "scale": 1}})
+    width = drv.execute_script("return window.innerWidth")
+    drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": min(height, MAX_SCREENSHOT_HEIGHT), "deviceScaleFactor": 1, "mobile": False})
+    try:
+        drv.execute_async_script(WAIT_FOR_PAGE)  # images and math below the old fold
+        shot = drv.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    finally:
+        drv.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
 
