@@ -123,7 +123,8 @@ class Grammar:
                 k = NUMBERS.index(n)
                 return {pair[k]: (1.0 if topic == c else RHO) for topic in TOPICS for pair in NOUNS[topic]}
             def verbs(pairs: tuple[tuple[str, str], ...], n: str, c: str = c) -> dict[str, float]:
-                return tilt(c, [p[NUMBERS.index(n)] for p in pairs])
+                # a verb's two forms share its topic weight (FAVOURED names the singular form)
+                return {p[NUMBERS.index(n)]: 1.0 if p[0] in FAVOURED[c] else RHO for p in pairs}
             s = {}
             for n in NUMBERS:  # subject noun phrase, numbered n
                 s["det", n] = state(c, f"subj_det_{n}", DETERMINERS[n])
