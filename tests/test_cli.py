@@ -307,9 +307,12 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     # worst case for feedback: the autograded notebook still holds the hidden tests and a check name
     for cell in source.cells:
         if cell.metadata.get("nbgrader", {}).get("grade"):
+            context = ("\x1b[0;32mCell In[7], line 1\x1b[0m\n----> 1 expect_answer(X)\n"
+                       "      2 \x1b[38;5;66m### BEGIN HIDDEN TESTS\x1b[39;00m\n"
+                       "      3 from attnlab.grading import hidden_check\n      4 secret_helper = 42\n")
             cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError",
                                                    evalue="wrong [check ch1.self_attention, seed 5]",
-                                                   traceback=["AssertionError: ch1.transformer failed"])]
+                                                   traceback=[context, "AssertionError: ch1.transformer failed"])]
     folder = course_dir / "autograded" / student / "ch1"
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(source, folder / f"{NB}.ipynb")
@@ -373,7 +376,7 @@ def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> 
     assert "BEGIN HIDDEN TESTS" in (graded / "autograded" / "alan" / "ch1" / f"{NB}.ipynb").read_text()
     for page in pages:
         text = page.read_text()
-        assert "BEGIN HIDDEN TESTS" not in text and "hidden_check" not in text
+        assert "BEGIN HIDDEN TESTS" not in text and "hidden_check" not in text and "secret_helper" not in text
         leaked = [name for name in CHECKS if name in text]
         assert not leaked, f"{page}: {leaked}"
     alan = (graded / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
