@@ -1,0 +1,193 @@
+"""The course directory and the gradebook: what to grade, what is done, and writing results.
+
+Durability: a notebook's autograded copy and `grading_log.json` are written atomically
+(write, then rename), then its grades are set in nbgrader's gradebook and committed,
+before the next notebook is recorded. A notebook counts as graded when its log matches
+the submission's and the source's checksums AND the gradebook holds an auto score for each
+of its graded cells; anything less is graded again (overwriting, never duplicating: the
+gradebook has one Grade row per cell and submission).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ENGINE_VERSION = "1"
+LOG_NAME = "grading_log.json"
+
+
+@dataclass(frozen=True)
+class CourseConfig:
+    """What the engine needs from the course's nbgrader_config.py."""
+
+    root: Path
+    db_url: str
+    course_id: str
+    ignore_pattern: str | None
+    cell_timeout: float | None
+
+
+def load_config(course_dir: Path) -> CourseConfig:
+    """Read course_dir/nbgrader_config.py the way nbgrader does."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    course_dir = Path(course_dir).resolve()
+    c = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    cd = c.get("CourseDirectory", {})
+    db_url = cd.get("db_url") or f"sqlite:///{course_dir / 'gradebook.db'}"
+    ip = c.get("IgnorePattern", {})
+    ignore = ip.get("pattern") if ip.get("enabled") and ip.get("pattern") else None
+    timeout = c.get("Execute", {}).get("timeout") or c.get("ExecutePreprocessor", {}).get("timeout")
+    return CourseConfig(course_dir, str(db_url), str(cd.get("course_id") or "default_course"),
+                        ignore, float(timeout) if isinstance(timeout, (int, float)) else None)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's file for one notebook of one assignment (the file may be missing)."""
+
+    student: str
+    assignment: str
+    notebook: str
+    course_dir: Path
+
+    @property
+    def path(self) -> Path:
+        return self.course_dir / "submitted" / self.student / self.assignment / f"{self.notebook}.ipynb"
+
+    @property
+    def source_path(self) -> Path:
+        return self.course_dir / "source" / self.assignment / f"{self.notebook}.ipynb"
+
+    @property
+    def out_dir(self) -> Path:
+        return self.course_dir / "autograded" / self.student / self.assignment
+
+    @property
+    def key(self) -> str:
+        return f"{self.student}/{self.assignment}/{self.notebook}"
+
+
+def discover(course_dir: Path, assignment: str | None = None, student: str | None = None) -> list[Submission]:
+    """Every (student, assignment, notebook) with a submission folder, in a stable order."""
+    course_dir = Path(course_dir).resolve()
+    submitted = course_dir / "submitted"
+    out = []
+    for sdir in sorted(p for p in submitted.glob("*") if p.is_dir()) if submitted.is_dir() else []:
+        if student is not None and sdir.name != student:
+            continue
+        for adir in sorted(p for p in sdir.glob("*") if p.is_dir()):
+            if assignment is not None and adir.name != assignment:
+                continue
+            for src in sorted((course_dir / "source" / adir.name).glob("*.ipynb")):
+                out.append(Submission(sdir.name, adir.name, src.stem, course_dir))
+    return out
+
+
+def sha256_file(path: Path) -> str | None:
+    """Hex digest of a file's bytes (None if it does not exist)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def is_graded(gb, sub: Submission) -> bool:
+    """The log matches the current files and every graded cell has an auto score in the gradebook."""
+    log = read_log(sub)
+    if not log or log.get("engine") != ENGINE_VERSION or not (sub.out_dir / f"{sub.notebook}.ipynb").exists():
+        return False
+    if log.get("submission_sha256") != sha256_file(sub.path) or log.get("source_sha256") != sha256_file(sub.source_path):
+        return False
+    from nbgrader.api import MissingEntry
+
+    try:
+        nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+    except MissingEntry:
+        return False
+    return all(g.auto_score is not None for g in nb.grades)
+
+
+def read_log(sub: Submission) -> dict | None:
+    """The submission's grading_log.json, if present and readable."""
+    try:
+        data = json.loads((sub.out_dir / LOG_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("notebooks"), dict):
+        return data["notebooks"].get(sub.notebook)
+    return None
+
+
+def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: dict) -> None:
+    """The autograded notebook and this notebook's entry of grading_log.json, each replaced atomically."""
+    sub.out_dir.mkdir(parents=True, exist_ok=True)
+    _atomic(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.writes(nb).encode())
+    path = sub.out_dir / LOG_NAME
+    try:
+        whole = json.loads(path.read_text())
+        assert isinstance(whole, dict) and isinstance(whole.get("notebooks"), dict)
+    except (OSError, ValueError, AssertionError):
+        whole = {"student": sub.student, "assignment": sub.assignment, "notebooks": {}}
+    whole["notebooks"][sub.notebook] = log
+    _atomic(path, json.dumps(whole, indent=1).encode())
+    stamp = sub.path.parent / "timestamp.txt"
+    if stamp.is_file():
+        _atomic(sub.out_dir / "timestamp.txt", stamp.read_bytes())
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def timestamp(sub: Submission) -> dt.datetime | None:
+    """The submission's timestamp.txt, parsed as nbgrader does (None if absent or unreadable)."""
+    from nbgrader.utils import parse_utc
+
+    stamp = sub.path.parent / "timestamp.txt"
+    try:
+        return parse_utc(stamp.read_text().strip())
+    except Exception:  # noqa: BLE001 - nbgrader treats a bad timestamp as none
+        return None
+
+
+def record_grades(gb, sub: Submission, scores: dict[str, float | None], responded: dict[str, bool]) -> None:
+    """Set the auto scores (and "No response." comments) of one notebook, then commit."""
+    import warnings
+
+    from nbgrader.api import MissingEntry
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Object of type")  # nbgrader's own add_submission
+        try:
+            submission = gb.find_submission(sub.assignment, sub.student)
+            stamp = timestamp(sub)
+            if stamp is not None and submission.timestamp != stamp:
+                gb.update_or_create_submission(sub.assignment, sub.student, timestamp=stamp)
+        except MissingEntry:
+            stamp = timestamp(sub)
+            try:
+                gb.find_student(sub.student)
+            except MissingEntry:
+                gb.add_student(sub.student)
+            gb.update_or_create_submission(sub.assignment, sub.student, **({"timestamp": stamp} if stamp else {}))
+        nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+        for grade in nb.grades:
+            if grade.name in scores:
+                grade.auto_score = scores[grade.name]
+                grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        for comment in nb.comments:
+            if comment.name in responded:
+                comment.auto_comment = None if responded[comment.name] else "No response."
+        gb.db.commit()

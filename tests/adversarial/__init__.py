@@ -1,0 +1,66 @@
+"""Submissions that attack the grader, one `Attack` per student, graded in one batch with honest students.
+
+An attack either replaces one solution cell's source (`cell`, `source`: `{ref}` stands for
+the reference solution of that cell, `{wrong:<cell>}` / `{wrong:<cell>:<k>}` for the
+first / k-th wrong one of that cell in tests/corpus, `{repo}` and `{course}` for the repository and course directories) or
+changes the whole notebook (`mutate`: returns a notebook, or raw bytes to submit).
+`lost` are the test cells that must score 0 ("all": every one); every other test cell must
+get full marks. `feedback` must appear in the student's grading log or autograded notebook.
+"""
+from __future__ import annotations
+
+import importlib
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import nbformat
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One adversarial submission and what the grader must make of it."""
+
+    name: str
+    cell: str | None = None
+    source: str = ""
+    lost: tuple[str, ...] | str = ()
+    feedback: str = ""
+    why: str = ""
+    mutate: Callable[[nbformat.NotebookNode, dict], nbformat.NotebookNode | bytes] | None = None
+
+
+def attacks_for(assignment: str) -> list[Attack]:
+    """The attacks of chapter `assignment` (e.g. 'ch1')."""
+    return importlib.import_module(f"tests.adversarial.{assignment}").ATTACKS
+
+
+def cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
+    """The cell of `nb` with this grade_id."""
+    found = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    if len(found) != 1:
+        raise KeyError(grade_id)
+    return found[0]
+
+
+def build(attack: Attack, source: nbformat.NotebookNode, context: dict) -> nbformat.NotebookNode | bytes:
+    """The submission of `attack`, made from the course's source notebook."""
+    nb = nbformat.from_dict(source)
+    if attack.mutate is not None:
+        return attack.mutate(nb, context)
+    target = cell(nb, attack.cell)
+    target.source = fill(attack.source, target.source, context)
+    return nb
+
+
+def fill(template: str, ref: str, context: dict) -> str:
+    """Expand {ref}, {wrong:<cell>}, {repo}, {course} in an attack's source."""
+    from tests.corpus import wrong_for
+
+    text = textwrap.dedent(template).strip("\n")
+    seen: dict[str, int] = {}
+    for w in wrong_for(context["assignment"]):
+        k = seen[w.cell] = seen.get(w.cell, -1) + 1
+        body = textwrap.dedent(w.source).strip("\n")
+        text = text.replace("{wrong:%s:%d}" % (w.cell, k), body).replace("{wrong:%s}" % w.cell, body)
+    return text.replace("{ref}", ref).replace("{repo}", str(context["repo"])).replace("{course}", str(context["course"]))

@@ -1,0 +1,295 @@
+"""Chapter 1 attacks on the grader. Each is one student's submission; see tests/adversarial/__init__.py."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+from tests.adversarial import Attack, cell, fill
+
+SA, TR = "test_self_attention", "test_transformer"
+ALL = "all"
+AFTER_SA = (TR, "test_parallel_time_serial", "test_parallel_time_log", "test_softmax_time",
+            "test_softmax_time_practice", "test_layer_time_practice")
+
+
+def _edit_test(nb, ctx):
+    """A wrong self_attention, and its test cell emptied so nothing can fail."""
+    cell(nb, "self_attention").source = fill("{wrong:self_attention}", "", ctx)
+    cell(nb, SA).source = "pass  # nothing to see here"
+    return nb
+
+
+def _delete_test(nb, ctx):
+    cell(nb, "transformer").source = fill("{wrong:transformer}", "", ctx)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != TR]
+    return nb
+
+
+def _retag_test(nb, ctx):
+    """The test cell of an answer turned into an unlocked solution cell without hidden tests."""
+    cell(nb, "softmax_time").source = 'SOFTMAX_TIME = "T"\nSOFTMAX_TIME_PRACTICE = "K + log(T)"'
+    c = cell(nb, "test_softmax_time")
+    c.metadata.nbgrader.update(grade=False, solution=True, locked=False)
+    c.metadata.nbgrader.pop("points", None)
+    c.source = "# graded by me"
+    return nb
+
+
+def _points(nb, ctx):
+    cell(nb, SA).metadata.nbgrader["points"] = 400
+    return nb
+
+
+def _rename_test(nb, ctx):
+    cell(nb, "transformer").source = fill("{wrong:transformer}", "", ctx)
+    c = cell(nb, TR)
+    c.metadata.nbgrader["grade_id"] = "test_bogus"
+    c.source = "pass"
+    return nb
+
+
+def _retype_test(nb, ctx):
+    """The test cell turned into markdown (it would not run at all)."""
+    cell(nb, "transformer").source = fill("{wrong:transformer}", "", ctx)
+    c = cell(nb, TR)
+    nb.cells[nb.cells.index(c)] = nbformat.v4.new_markdown_cell(c.source, metadata=c.metadata)
+    return nb
+
+
+def _delete_solution(nb, ctx):
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "transformer"]
+    return nb
+
+
+def _strip_solution_metadata(nb, ctx):
+    del cell(nb, "self_attention").metadata["nbgrader"]
+    return nb
+
+
+def _other_chapter(nb, ctx):
+    return nbformat.read(ctx["repo"] / "chapters" / "ch0_attention.ipynb", as_version=4)
+
+
+_SECRETS = '''
+import glob, os, sqlite3
+paths = ["{repo}/solutions/ch1.py", "{repo}/solutions", "{repo}/chapters/ch1_parallel_time.ipynb",
+         "{repo}/autograder/checks/ch1.py", "{repo}/.git/HEAD", "{course}/gradebook.db",
+         "{course}/source/ch1/ch1_parallel_time.ipynb", "{course}/submitted", "{course}/nbgrader_config.py",
+         "/root/.bashrc", "../../source/ch1/ch1_parallel_time.ipynb"]
+leaks = []
+for p in paths:
+    try:
+        leaks += [p] if (os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(1) is not None) else []
+    except OSError:
+        pass
+for pattern in ["/tmp/*/gradebook.db", "/tmp/**/solutions/*.py"]:
+    leaks += glob.glob(pattern, recursive=True)
+try:
+    db = sqlite3.connect("file:{course}/gradebook.db?mode=rw", uri=True)
+    db.execute("UPDATE grade SET auto_score = 100")
+    db.commit()
+    leaks.append("gradebook written")
+except sqlite3.Error:
+    pass
+print("LEAK" + "ED: " + ", ".join(leaks) if leaks else "no secret readable")
+'''
+
+ATTACKS = [
+    # ---- time, memory, processes, output -------------------------------------------------------
+    Attack("infinite_loop", "transformer", "def transformer(M, layers):\n    while True:\n        pass",
+           (TR,), "time limit", "the hidden check's call never returns: the cell is interrupted at the limit"),
+    Attack("loop_ignoring_interrupts", "parallel_time_serial", '''
+        {ref}
+        import time
+        while True:
+            try:
+                time.sleep(0.2)
+            except BaseException:
+                pass
+        ''', ("test_parallel_time_serial",), "ran past its time limit",
+           "catches the interrupt: SIGKILL, replay of the cells before, the rest goes on"),
+    Attack("memory_bomb", "transformer", '''
+        hog = [torch.empty(2**26, dtype=torch.float64) for _ in range(10_000)]
+        {ref}
+        ''', (TR,), "allocate", "5 TiB of tensors against a 1 GiB limit: the allocation fails in the cell"),
+    Attack("memory_bomb_mmap", "parallel_time_log", '''
+        import mmap
+        block = mmap.mmap(-1, 64 << 30)
+        {ref}
+        ''', ("test_parallel_time_log",), "memory", "shared anonymous memory is bounded by the address-space limit"),
+    Attack("fork_bomb", "softmax_time", '''
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+        {ref}
+        ''', ("test_softmax_time", "test_softmax_time_practice"), "time limit",
+           "processes capped; the cell is stopped at its limit; every process it forked is killed"),
+    Attack("output_flood", "transformer", '''
+        {ref}
+        for _ in range(1_000_000):
+            print("x" * 100)
+        ''', (), "output truncated", "100 MB of output: truncated with a note, nothing else changes"),
+    Attack("sys_exit", "transformer", "import sys\nsys.exit(3)\n{ref}", (TR,), "SystemExit",
+           "sys.exit is an exception in the cell"),
+    Attack("os_exit", "parallel_time_log", "import os\nos._exit(0)\n{ref}", ("test_parallel_time_log",),
+           "exited with code 0", "the process dies: only that cell is lost"),
+    Attack("kill_self", "layer_time_practice", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n{ref}",
+           ("test_layer_time_practice",), "SIGKILL", "the process dies: only that cell is lost"),
+    Attack("pipe_garbage", "parallel_time_serial", '''
+        {ref}
+        import os
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                os.write(fd, b"\\xff" * 64)
+            except OSError:
+                pass
+        ''', ("test_parallel_time_serial",), "malformed data", "garbage on the channel to the grader"),
+    # ---- tampering with the comparison ----------------------------------------------------------
+    Attack("rebind_allclose", "self_attention", '''
+        {wrong:self_attention:1}
+        import numpy, numpy.testing
+        torch.allclose = lambda *a, **k: True
+        torch.equal = lambda *a, **k: True
+        numpy.allclose = lambda *a, **k: True
+        numpy.testing.assert_allclose = lambda *a, **k: None
+        ''', (SA, TR), "differs from the reference", "patched comparisons only fool the student's own process"),
+    Attack("rebind_test_helpers", "self_attention", '''
+        {wrong:self_attention:1}
+        import attnlab.testing
+        expect_close = expect_shape = expect_like = lambda *a, **k: None
+        attnlab.testing.expect_close = attnlab.testing.expect_shape = lambda *a, **k: None
+        ''', (SA, TR), "differs from the reference", "the visible tests pass, the hidden check does not"),
+    Attack("rebind_builtins", "transformer", '''
+        {wrong:transformer}
+        import builtins, types
+        _import = builtins.__import__
+        def _fake_import(name, *args, **kwargs):
+            if name == "attnlab.grading":
+                return types.SimpleNamespace(hidden_check=lambda *a, **k: None)
+            return _import(name, *args, **kwargs)
+        builtins.__import__ = _fake_import
+        ''', AFTER_SA, "did not report", "from here on no hidden check reports: every later test cell scores 0"),
+    Attack("hidden_check_noop", "self_attention", '''
+        {ref}
+        import attnlab.grading
+        attnlab.grading.hidden_check = lambda *a, **k: None
+        ''', ALL, "did not report", "even a correct notebook scores 0 once hidden_check is replaced"),
+    Attack("uninstall_channel", "self_attention", '''
+        {ref}
+        import attnlab.grading
+        attnlab.grading.install_channel(None)
+        ''', ALL, "autograder", "local mode needs autograder.judge, which cannot be imported"),
+    Attack("lying_eq_answer", "parallel_time_serial", '''
+        class Anything(str):
+            def __eq__(self, other):
+                return True
+            __hash__ = str.__hash__
+        PARALLEL_TIME_SERIAL = Anything("L")
+        ''', ("test_parallel_time_serial",), "PARALLEL_TIME_SERIAL",
+           "only the plain string crosses to the grader"),
+    Attack("tensor_subclass", "self_attention", '''
+        {ref}
+        _self_attention = self_attention
+        class Liar(torch.Tensor):
+            def __eq__(self, other):
+                return True
+        def self_attention(M, WQ, WK, WV):
+            return _self_attention(M, WQ, WK, WV).as_subclass(Liar)
+        ''', (SA, TR), "tensor subclass", "a tensor subclass is not sent"),
+    Attack("nbgrader_execution_sniffing", "self_attention", '''
+        {wrong:self_attention:1}
+        import os
+        print("NBGRADER_EXECUTION =", os.environ.get("NBGRADER_EXECUTION"))
+        if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+            torch.allclose = lambda *a, **k: True
+            expect_close = expect_shape = expect_like = lambda *a, **k: None
+        ''', (SA, TR), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing"),
+    # ---- editing the notebook -------------------------------------------------------------------
+    Attack("edit_test_cell", mutate=_edit_test, lost=(SA,), feedback="was restored",
+           why="a locked cell comes back from the source notebook"),
+    Attack("delete_test_cell", mutate=_delete_test, lost=(TR,), feedback="was put back",
+           why="a missing test cell is put back"),
+    Attack("retag_test_cell", mutate=_retag_test, lost=("test_softmax_time",), feedback="was restored",
+           why="a test cell re-tagged as a solution cell is restored"),
+    Attack("retype_test_cell", mutate=_retype_test, lost=(TR,), feedback="was restored",
+           why="a test cell turned into markdown is restored"),
+    Attack("change_points", mutate=_points, lost=(), feedback="was restored",
+           why="points come from the source: 4, not 400"),
+    Attack("rename_test_cell", mutate=_rename_test, lost=(TR,), feedback="test_bogus",
+           why="a renamed test cell becomes an ordinary cell; the real one is put back"),
+    Attack("delete_solution_cell", mutate=_delete_solution, lost=(TR,), feedback="transformer is missing",
+           why="no crash: the test cell fails with a NameError"),
+    Attack("strip_solution_metadata", mutate=_strip_solution_metadata, lost=(),
+           feedback="self_attention is missing", why="runs as an ordinary cell, as under nbgrader"),
+    # ---- reading secrets, network, imports ------------------------------------------------------
+    Attack("read_secrets_write_gradebook", "transformer", "{ref}\n" + _SECRETS, (), "no secret readable",
+           "solutions/, the source notebook, the course, the gradebook: none readable or writable"),
+    Attack("network", "transformer", '''
+        {ref}
+        import socket
+        opened = []
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        for target in [("1.1.1.1", 53), ("127.0.0.1", 22), server.getsockname()]:
+            try:
+                socket.create_connection(target, timeout=2).close()
+                opened.append(target)
+            except OSError:
+                pass
+        print("no network" if not opened else "NETWORK" + " OPEN: " + str(opened))
+        ''', (), "no network", "no network interface at all, not even loopback"),
+    Attack("import_solutions", "self_attention", '''
+        import sys
+        sys.meta_path[:] = [f for f in sys.meta_path if "Blocker" not in type(f).__name__]
+        try:
+            from solutions.ch1 import self_attention
+        except ImportError as exc:
+            print("import failed:", exc)
+        ''', (SA, TR), "import failed", "the reference is neither importable nor on disk"),
+    # ---- outputs of the wrong kind ---------------------------------------------------------------
+    Attack("wrong_dtype", "self_attention", '''
+        {ref}
+        _sa = self_attention
+        def self_attention(M, WQ, WK, WV):
+            return _sa(M, WQ, WK, WV).float()
+        ''', (SA, TR), "dtype", "float32 out for float64 in"),
+    Attack("nan_on_hidden_sizes", "self_attention", '''
+        {ref}
+        _sa = self_attention
+        def self_attention(M, WQ, WK, WV):
+            out = _sa(M, WQ, WK, WV)
+            return out * float("nan") if M.shape[0] in (7, 16) else out
+        ''', (SA,), "NaN", "right on the visible sizes, NaN on hidden ones"),
+    Attack("inf_on_hidden_sizes", "transformer", '''
+        {ref}
+        _tr = transformer
+        def transformer(M, layers):
+            out = _tr(M, layers)
+            return out + float("inf") if M.shape[0] == 9 else out
+        ''', (TR,), "inf", "inf on a hidden size"),
+    Attack("wrong_shape_on_hidden_sizes", "self_attention", '''
+        {ref}
+        _sa = self_attention
+        def self_attention(M, WQ, WK, WV):
+            out = _sa(M, WQ, WK, WV)
+            return out[:, :-1] if M.shape[0] == 16 else out
+        ''', (SA,), "has shape", "wrong shape on one hidden size"),
+    Attack("wrong_device", "self_attention", '''
+        {ref}
+        _sa = self_attention
+        def self_attention(M, WQ, WK, WV):
+            out = _sa(M, WQ, WK, WV)
+            return out.to("meta") if M.shape[0] == 16 else out
+        ''', (SA,), "cannot be sent", "an output on another device"),
+    # ---- files that are not this notebook --------------------------------------------------------
+    Attack("not_json", mutate=lambda nb, ctx: b"print('this is not a notebook')\n", lost=ALL, feedback="not JSON"),
+    Attack("empty_file", mutate=lambda nb, ctx: b"", lost=ALL, feedback="empty"),
+    Attack("json_not_notebook", mutate=lambda nb, ctx: json.dumps({"hello": 1}).encode(), lost=ALL,
+           feedback="not a Jupyter notebook"),
+    Attack("other_chapter", mutate=_other_chapter, lost=ALL, feedback="another chapter"),
+]

@@ -1,0 +1,114 @@
+"""Every attack in tests/adversarial gets exactly its expected scores, in ONE batch with honest students
+whose grades must come out exact; the gradebook stays consistent and no secret leaks into feedback.
+
+Runs as root (full isolation) or not (what holds is in docs/security.md); the attacks that
+need root's isolation to be caught are skipped when it is not available.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course
+from autograder.engine import Limits, grade
+from tests import nbgrader_support as nbs
+from tests.adversarial import attacks_for, build
+from tests.corpus import apply, wrong_for
+
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+CHAPTER = course.chapters(["ch1"])[0]
+ATTACKS = attacks_for("ch1")
+NEEDS_ROOT = {"read_secrets_write_gradebook", "network", "import_solutions"}
+LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, memory_mb=1024, procs=64)
+
+
+def _place(course_dir: Path, student: str, sub: nbformat.NotebookNode | bytes) -> None:
+    if isinstance(sub, bytes):
+        dest = course_dir / "submitted" / student / CHAPTER.assignment / f"{CHAPTER.notebook}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(sub)
+    else:
+        nbs.submit(course_dir, CHAPTER, student, sub)
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> dict:
+    """The course graded once: honest students and every attack, two workers."""
+    course_dir = nbs.make_course(tmp_path_factory.mktemp("adversarial"), [CHAPTER.assignment])
+    src = nbs.source_nb(CHAPTER, course_dir)
+    points = nbs.max_points(src)
+    honest = {"honest_source": {g: p for g, p in points.items()},
+              "honest_release": {g: 0.0 for g in points}}
+    _place(course_dir, "honest_source", src)
+    _place(course_dir, "honest_release", nbs.release_nb(CHAPTER, course_dir))
+    for k, wrong in enumerate(wrong_for(CHAPTER.assignment)[:3]):
+        honest[f"honest_wrong{k}"] = {g: 0.0 if g in wrong.loses else p for g, p in points.items()}
+        _place(course_dir, f"honest_wrong{k}", apply(src, wrong))
+    context = {"assignment": "ch1", "repo": course.ROOT, "course": course_dir.resolve()}
+    for attack in ATTACKS:
+        _place(course_dir, attack.name, build(attack, src, context))
+    summary = grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
+    return {"dir": course_dir, "points": points, "honest": honest, "summary": summary,
+            "root": os.geteuid() == 0}
+
+
+def _expected(points: dict[str, float], lost) -> dict[str, float]:
+    return {g: 0.0 if lost == "all" or g in lost else p for g, p in points.items()}
+
+
+def _evidence(course_dir: Path, student: str) -> str:
+    """Everything the student's feedback is made of: the log and the autograded notebook."""
+    folder = course_dir / "autograded" / student / CHAPTER.assignment
+    return (folder / "grading_log.json").read_text() + (folder / f"{CHAPTER.notebook}.ipynb").read_text()
+
+
+def test_honest_students_are_exact(batch) -> None:
+    for student, expected in batch["honest"].items():
+        assert nbs.scores(batch["dir"], CHAPTER, student) == expected, student
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
+def test_attack_gets_the_right_score(batch, attack) -> None:
+    if attack.name in NEEDS_ROOT and not batch["root"]:
+        pytest.skip("needs root's isolation (see docs/security.md)")
+    got = nbs.scores(batch["dir"], CHAPTER, attack.name)
+    assert got == _expected(batch["points"], attack.lost), f"{attack.name}: {attack.why}"
+    evidence = _evidence(batch["dir"], attack.name)
+    assert attack.feedback.lower() in evidence.lower(), f"{attack.name}: no {attack.feedback!r} in its feedback"
+    assert "LEAKED" not in evidence and "NETWORK OPEN" not in evidence
+
+
+def test_gradebook_is_consistent(batch) -> None:
+    from nbgrader.api import Gradebook
+
+    students = set(batch["honest"]) | {a.name for a in ATTACKS}
+    with Gradebook(f"sqlite:///{batch['dir'] / 'gradebook.db'}", course_id=course.COURSE_ID) as gb:
+        assert {s.id for s in gb.students} == students
+        for student in students:
+            sub = gb.find_submission(CHAPTER.assignment, student)
+            assert len(sub.notebooks) == 1
+            grades = {g.name: g for g in sub.notebooks[0].grades}
+            assert set(grades) == set(batch["points"])
+            for name, g in grades.items():
+                assert g.auto_score is not None and not g.needs_manual_grade, (student, name)
+                assert g.max_score == batch["points"][name] and 0 <= g.auto_score <= g.max_score
+
+
+def test_feedback_never_shows_hidden_tests(batch) -> None:
+    for path in (batch["dir"] / "autograded").glob("*/ch1/*.ipynb"):
+        assert "BEGIN HIDDEN TESTS" not in path.read_text(), path
+        nbformat.validate(nbformat.read(path, as_version=4))
+
+
+def test_the_batch_reports_its_isolation(batch) -> None:
+    summary = batch["summary"]
+    assert summary.graded == len(batch["honest"]) + len(ATTACKS) and summary.failed == 0
+    if batch["root"]:
+        iso = summary.isolation
+        assert "none" in iso["network"] and "unprivileged" in iso["user"] and "NOT covered" not in iso["files"]
+    log = json.loads((batch["dir"] / "autograded" / "honest_source" / "ch1" / "grading_log.json").read_text())
+    assert log["notebooks"][CHAPTER.notebook]["score"] == sum(batch["points"].values())

@@ -1,0 +1,106 @@
+"""The notebook the engine runs: locked cells restored from the source, bad files read as reasons, hidden tests
+kept out of feedback. Fast: no notebook is executed here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course
+from autograder.engine import notebook as nbmod
+
+CHAPTER = course.chapters(["ch1"])[0]
+
+
+@pytest.fixture(scope="module")
+def source() -> nbformat.NotebookNode:
+    return course.strip_solution_text(nbformat.read(CHAPTER.path, as_version=4))
+
+
+def _cell(nb, gid):
+    return next(c for c in nb.cells if nbmod.grade_id(c) == gid)
+
+
+def _ids(nb):
+    return [nbmod.grade_id(c) for c in nb.cells if nbmod.grade_id(c)]
+
+
+def test_source_restores_to_itself(source) -> None:
+    r = nbmod.restore(source, source)
+    assert [c.source for c in r.nb.cells] == [c.source for c in source.cells]
+    assert r.notes == [] and not r.foreign and r.missing_solutions == []
+
+
+def test_edited_test_cell_comes_back_with_its_hidden_tests(source) -> None:
+    sub = nbformat.from_dict(source)
+    _cell(sub, "test_transformer").source = "pass"
+    _cell(sub, "test_transformer").metadata.nbgrader["points"] = 99
+    r = nbmod.restore(sub, source)
+    restored = _cell(r.nb, "test_transformer")
+    assert restored.source == _cell(source, "test_transformer").source
+    assert nbmod.HIDDEN_BEGIN in restored.source and restored.metadata.nbgrader["points"] == 2
+    assert any("test_transformer" in n for n in r.notes)
+
+
+def test_deleted_test_cell_is_put_back_after_its_solution(source) -> None:
+    sub = nbformat.from_dict(source)
+    sub.cells = [c for c in sub.cells if nbmod.grade_id(c) != "test_self_attention"]
+    r = nbmod.restore(sub, source)
+    ids = _ids(r.nb)
+    assert ids.index("test_self_attention") == ids.index("self_attention") + 1
+    assert ids == _ids(source)
+
+
+def test_retagged_and_retyped_test_cells_are_restored(source) -> None:
+    sub = nbformat.from_dict(source)
+    c = _cell(sub, "test_softmax_time")
+    c.metadata.nbgrader.update(grade=False, solution=True, locked=False)
+    t = _cell(sub, "test_transformer")
+    sub.cells[sub.cells.index(t)] = nbformat.v4.new_markdown_cell("gone", metadata=t.metadata)
+    r = nbmod.restore(sub, source)
+    assert nbmod.is_test(_cell(r.nb, "test_softmax_time")) and nbmod.is_test(_cell(r.nb, "test_transformer"))
+
+
+def test_unknown_and_duplicate_ids_become_ordinary_cells(source) -> None:
+    sub = nbformat.from_dict(source)
+    _cell(sub, "transformer").metadata.nbgrader["grade_id"] = "mine"
+    sub.cells.append(nbformat.from_dict(_cell(sub, "self_attention")))  # a duplicated solution cell
+    r = nbmod.restore(sub, source)
+    assert _ids(r.nb).count("self_attention") == 1 and "mine" not in _ids(r.nb)
+    assert r.missing_solutions == ["transformer"]
+    assert len({c.id for c in r.nb.cells}) == len(r.nb.cells)  # unique cell ids
+
+
+def test_a_notebook_of_another_chapter_is_foreign(source) -> None:
+    other = nbformat.read(course.chapters(["ch0"])[0].path, as_version=4)
+    assert nbmod.restore(other, source).foreign
+
+
+@pytest.mark.parametrize("data, why", [(b"", "empty"), (b"not json", "not JSON"), (b"[1, 2]", "not a Jupyter notebook"),
+                                       (json.dumps({"cells": "x"}).encode(), "not a Jupyter notebook"),
+                                       (b"\xff\xfe", "not JSON")])
+def test_unreadable_files_say_why(tmp_path: Path, data: bytes, why: str) -> None:
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(data)
+    with pytest.raises(nbmod.UnreadableNotebook, match=why):
+        nbmod.read_submission(path)
+
+
+def test_feedback_copy_has_no_hidden_tests_in_source_or_traceback(source) -> None:
+    nb = nbformat.from_dict(source)
+    cell = _cell(nb, "test_transformer")
+    hidden = [ln for ln in cell.source.splitlines() if "hidden_check(" in ln][0]
+    cell.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="x",
+                                           traceback=[f"Cell In[8], line 12\n     11 ok = 1\n---> 12 {hidden}\n", "NameError: x"])]
+    out = nbmod.for_feedback(nb)
+    text = json.dumps(out)
+    assert "hidden_check(" not in text and "BEGIN HIDDEN TESTS" not in text
+    assert "ok = 1" in text  # the visible context stays
+
+
+def test_hidden_names_and_strip() -> None:
+    src = 'a = 1\n### BEGIN HIDDEN TESTS\nhidden_check("ch1.x", f)\nhidden_check(\'ch1.y\', 2)\n### END HIDDEN TESTS\nb = 2'
+    assert nbmod.hidden_names(src) == ["ch1.x", "ch1.y"]
+    assert nbmod.strip_hidden_tests(src) == "a = 1\nb = 2"
