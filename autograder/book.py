@@ -109,9 +109,14 @@ class Edition:
 # ---------------------------------------------------------------- table of contents
 
 
-def toc_documents(toc: Path = TOC) -> list[str]:
+def read_toc(toc: Path = TOC) -> dict:
+    """The table of contents, parsed (read once per build: chapter authors edit it meanwhile)."""
+    return yaml.safe_load(toc.read_text())
+
+
+def toc_documents(data: dict | None = None) -> list[str]:
     """Every document the table of contents names, root first, in reading order (no suffix)."""
-    data = yaml.safe_load(toc.read_text())
+    data = read_toc() if data is None else data
     docs = [data["root"]]
 
     def walk(node: object) -> None:
@@ -137,9 +142,9 @@ def source_of(doc: str) -> Path | None:
     return None
 
 
-def published_toc(toc: Path = TOC) -> dict:
+def published_toc(data: dict | None = None) -> dict:
     """The table of contents without entries whose source does not exist (reported on stderr)."""
-    data = yaml.safe_load(toc.read_text())
+    data = read_toc() if data is None else data
 
     def keep(entry: object) -> bool:
         if isinstance(entry, dict) and "file" in entry and source_of(str(entry["file"])) is None:
@@ -157,9 +162,9 @@ def published_toc(toc: Path = TOC) -> dict:
     return prune(data)
 
 
-def notebook_docs(toc: Path = TOC) -> list[str]:
+def notebook_docs(data: dict | None = None) -> list[str]:
     """The toc documents that are notebooks."""
-    return [d for d in toc_documents(toc) if (src := source_of(d)) is not None and src.suffix == ".ipynb"]
+    return [d for d in toc_documents(data) if (src := source_of(d)) is not None and src.suffix == ".ipynb"]
 
 
 # ---------------------------------------------------------------- execution (once per chapter)
@@ -397,12 +402,12 @@ def assets(docs: Iterable[str]) -> Iterator[Path]:
                 yield path
 
 
-def stage(edition: Edition, executed: dict[Path, Path]) -> list[str]:
+def stage(edition: Edition, toc: dict, executed: dict[Path, Path]) -> list[str]:
     """Write the edition's book source; returns the files that changed (unchanged ones keep their mtime)."""
-    docs = toc_documents()
+    docs = toc_documents(toc)
     files: dict[str, bytes] = {
         "_config.yml": yaml.safe_dump(edition_config(edition.name), sort_keys=False).encode(),
-        "_toc.yml": yaml.safe_dump(published_toc(), sort_keys=False).encode(),
+        "_toc.yml": yaml.safe_dump(published_toc(toc), sort_keys=False).encode(),
     }
     for doc in docs:
         src = source_of(doc)
@@ -484,15 +489,16 @@ def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bo
     timeout = int((yaml.safe_load(CONFIG.read_text()).get("execute") or {}).get("timeout", 600))
     timings = {} if timings is None else timings
     with _locked():
-        _warn_unpublished_chapters(log)
+        toc = read_toc()
+        _warn_unpublished_chapters(toc, log)
         clock = time.perf_counter()
-        sources = [source_of(d) for d in notebook_docs()]
+        sources = [source_of(d) for d in notebook_docs(toc)]
         executed = execute_all(sources, jobs, timeout, force=force, log=log)
         MANIFEST.write_text(json.dumps({str(k.relative_to(ROOT)): str(v.relative_to(ROOT))
                                         for k, v in executed.items()}, indent=1))
         timings["execute"], clock = time.perf_counter() - clock, time.perf_counter()
         for edition in chosen:
-            changed = stage(edition, executed)
+            changed = stage(edition, toc, executed)
             log(f"book: staged the {edition.name} edition ({len(changed)} files changed)")
         timings["stage"], clock = time.perf_counter() - clock, time.perf_counter()
         running: list[tuple[Edition, subprocess.Popen]] = []
@@ -554,8 +560,8 @@ def _finish(edition: Edition, proc: subprocess.Popen, strict: bool) -> None:
     (edition.out / "built-from.sha256").write_text(_stamp(edition, strict) + "\n")
 
 
-def _warn_unpublished_chapters(log) -> None:
-    listed = set(toc_documents())
+def _warn_unpublished_chapters(toc: dict, log) -> None:
+    listed = set(toc_documents(toc))
     for chapter in course.chapters():
         doc = chapter.path.relative_to(ROOT).with_suffix("").as_posix()
         if doc not in listed:
