@@ -128,7 +128,7 @@ def read_log(sub: Submission) -> dict | None:
 def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: dict) -> None:
     """The autograded notebook and this notebook's entry of grading_log.json, each replaced atomically."""
     sub.out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.writes(nb).encode())
+    _atomic(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.v4.writes(nb).encode())  # no re-validation
     path = sub.out_dir / LOG_NAME
     try:
         whole = json.loads(path.read_text())
@@ -143,11 +143,10 @@ def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: dict) -> None
 
 
 def _atomic(path: Path, data: bytes) -> None:
+    """Write-then-rename: readers see the old file or the new one, never half of one. (No fsync: after a
+    power loss a missing or stale file only makes `is_graded` false, and the notebook is graded again.)"""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -160,6 +159,41 @@ def timestamp(sub: Submission) -> dt.datetime | None:
         return parse_utc(stamp.read_text().strip())
     except Exception:  # noqa: BLE001 - nbgrader treats a bad timestamp as none
         return None
+
+
+def ensure_submissions(gb, subs: list[Submission]) -> None:
+    """Create every missing student and submission (nbgrader's add_submission) in ONE transaction.
+
+    The rows start with no auto score, which is what "not graded yet" means to `is_graded`;
+    per notebook only the scores are then written and committed.
+    """
+    import warnings
+
+    from nbgrader.api import MissingEntry
+
+    gb.db.commit = gb.db.flush  # nbgrader commits after each call; one commit for all of them instead
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Object of type")
+            for student, assignment in dict.fromkeys((s.student, s.assignment) for s in subs):
+                sub = next(s for s in subs if (s.student, s.assignment) == (student, assignment))
+                stamp = timestamp(sub)
+                try:
+                    found = gb.find_submission(assignment, student)
+                    if stamp is not None and found.timestamp != stamp:
+                        found.timestamp = stamp
+                except MissingEntry:
+                    try:
+                        gb.find_student(student)
+                    except MissingEntry:
+                        gb.add_student(student)
+                    gb.add_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
+    except BaseException:
+        gb.db.rollback()
+        raise
+    finally:
+        del gb.db.commit
+    gb.db.commit()
 
 
 def record_grades(gb, sub: Submission, scores: dict[str, float | None], responded: dict[str, bool]) -> None:

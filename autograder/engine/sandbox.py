@@ -50,6 +50,8 @@ class Plan:
     keep: tuple[str, ...]  # paths inside them the interpreter needs (bind-mounted back)
     hide_files: tuple[str, ...]  # files to cover with /dev/null (e.g. a gradebook outside the course)
     venv_bin: str
+    network: bool = False
+    worker_report: tuple[tuple[str, str], ...] = ()  # what isolate_worker achieved
 
     @property
     def root(self) -> bool:
@@ -125,14 +127,51 @@ def prepare_worker() -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def enter(plan: Plan, limits: Limits, files: list[tuple[str, bytes]], threads: int) -> dict:
-    """Isolate this (forked) process; returns {step: what held}. Raises only if nothing can run."""
+def isolate_worker(plan: Plan) -> dict:
+    """Once per worker, before any notebook: its own network and mount namespaces with the secrets covered.
+
+    Every child forked later inherits them, so a notebook pays only for its private /tmp.
+    Returns {step: what held}.
+    """
     report: dict[str, str] = {}
-    os.setsid()
+    net = 0 if plan.network else CLONE_NEWNET
     if plan.root:
-        _enter_root(plan, limits, report)
+        ok = _libc.unshare(CLONE_NEWNS | net) == 0
     else:
-        _enter_user(plan, limits, report)
+        uid, gid = os.getuid(), os.getgid()
+        ok = _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | net) == 0
+        if ok:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                try:
+                    Path(f"/proc/self/{name}").write_text(text)
+                except OSError:
+                    pass
+    if not ok:
+        report["namespaces"] = (f"unshare failed ({os.strerror(ctypes.get_errno())}): the notebooks can use the "
+                                "network and read whatever the grader's user can read")
+        report["network"] = "host network (no namespace)"
+        return report
+    report["network"] = "host network (allowed by limits)" if plan.network else \
+        "none (own network namespace)" if plan.root else "none (own network namespace in a user namespace)"
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _hide(plan, report)
+    if plan.root and _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2"):
+        report["proc"] = "other users' processes hidden (hidepid=2)"
+    return report
+
+
+def enter(plan: Plan, limits: Limits, files: list[tuple[str, bytes]], threads: int) -> dict:
+    """Isolate this freshly forked child: private /tmp, own user, rlimits, clean environment; {step: what held}."""
+    report: dict[str, str] = dict(plan.worker_report)
+    os.setsid()
+    private = "namespaces" not in report and _libc.unshare(CLONE_NEWNS) == 0
+    if private:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        private = _mount("tmpfs", SANDBOX_TMP, "tmpfs", MS_NOSUID | MS_NODEV,
+                         f"size={limits.disk_mb}m,mode={'1777' if plan.root else '0700'}")
+        if plan.root and os.path.isdir("/dev/shm"):
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
+    report["tmp"] = "private tmpfs" if private else "shared /tmp (no private mount possible)"
     workdir = _workdir(plan, files, report)
     _drop_privileges(plan, report)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -144,42 +183,6 @@ def enter(plan: Plan, limits: Limits, files: list[tuple[str, bytes]], threads: i
     block_imports()
     report["imports"] = "solutions and autograder cannot be imported"
     return report
-
-
-def _enter_root(plan: Plan, limits: Limits, report: dict) -> None:
-    flags = CLONE_NEWNS | (0 if limits.network else CLONE_NEWNET)
-    if _libc.unshare(flags) != 0:
-        report["namespaces"] = f"unshare failed ({os.strerror(ctypes.get_errno())}): no network or mount isolation"
-        return
-    report["network"] = "none (own network namespace)" if not limits.network else "host network (allowed by limits)"
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _hide(plan, report)
-    ok = _mount("tmpfs", SANDBOX_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.disk_mb}m,mode=1777")
-    report["tmp"] = "private tmpfs" if ok else "shared /tmp (private tmpfs failed)"
-    if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
-    if _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2"):
-        report["proc"] = "other users' processes hidden (hidepid=2)"
-
-
-def _enter_user(plan: Plan, limits: Limits, report: dict) -> None:
-    uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if limits.network else CLONE_NEWNET)
-    if _libc.unshare(flags) != 0:
-        report["namespaces"] = (f"no user namespace ({os.strerror(ctypes.get_errno())}): the notebook can use "
-                                "the network and read what the grader's user can read")
-        return
-    try:
-        Path("/proc/self/setgroups").write_text("deny")
-        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
-    except OSError:
-        pass
-    report["network"] = "none (own network namespace in a user namespace)" if not limits.network else "host network"
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _hide(plan, report)
-    ok = _mount("tmpfs", SANDBOX_TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.disk_mb}m,mode=0700")
-    report["tmp"] = "private tmpfs" if ok else "shared /tmp (private tmpfs failed)"
 
 
 def _hide(plan: Plan, report: dict) -> None:

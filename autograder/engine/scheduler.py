@@ -263,7 +263,7 @@ class Engine:
             db = Path(self.cfg.db_url.removeprefix("sqlite:///"))
             if db.exists() and not any(str(db.resolve()).startswith(d + os.sep) for d in dirs):
                 files.append(str(db.resolve()))
-        return {"hide": dirs, "keep": keep, "hide_files": files,
+        return {"hide": dirs, "keep": keep, "hide_files": files, "network": self.limits.network,
                 "uid_base": sandbox.fresh_uid_block(self.workers) if os.geteuid() == 0 else os.getuid()}
 
     def run(self, todo: list[results.Submission], progress: bool) -> tuple[int, int]:
@@ -278,6 +278,8 @@ class Engine:
                 _require_assignment(gb, a)
             for sub in todo:
                 self.source(sub)  # every check's trials are drawn before any student code runs
+            results.ensure_submissions(gb, todo)
+            self.queue = queue
             pool: Pool | None = None
             try:
                 while queue or (pool is not None and pool.busy()):
@@ -324,8 +326,9 @@ class Engine:
         return None
 
     def _collect(self, gb, pool: Pool, w, msg) -> None:
-        """A worker answered (or died): record the notebook, or retry it once on a fresh worker."""
+        """A worker answered (or died): give it the next notebook, then record this one (or retry it once)."""
         job, w.job = w.job, None
+        received = time.perf_counter()
         if msg is None or msg.kind != "result" or msg.header.get("id") != job.header["id"]:
             fresh = pool.restart(w)
             if job.attempts < 2:
@@ -334,6 +337,10 @@ class Engine:
                 self.failed += 1
                 self.bar.update(1)
             return
+        following = self._next(gb, self.queue) if self.queue else None
+        if following is not None:  # the worker runs the next notebook while this one is judged and written
+            self._dispatch(pool, w, following)
+        job.started += time.perf_counter() - received  # preparing the next notebook is not this one's overhead
         self.finish(gb, job, msg.header, msg.blobs)
         self._done()
 

@@ -12,6 +12,7 @@ cell i is marked failed with the reason, and grading goes on from cell i+1.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import signal
@@ -65,14 +66,18 @@ def main(fd: int) -> None:
     plan = sandbox.Plan(slot=int(init.header["slot"]), uid_base=int(init.header["uid_base"]),
                         hide=tuple(init.header["hide"]),
                         keep=tuple(init.header["keep"]), hide_files=tuple(init.header["hide_files"]),
-                        venv_bin=os.path.dirname(sys.executable))
+                        venv_bin=os.path.dirname(sys.executable), network=bool(init.header.get("network")))
+    plan = dataclasses.replace(plan, worker_report=tuple(sandbox.isolate_worker(plan).items()))
+    sandbox.prepare_worker()  # again: a new user namespace may have cleared the parent-death signal
     while True:
         msg = protocol.recv_blocking(reader)
         if msg is None or msg.kind != "job":
             return
         limits = Limits.from_dict(msg.header["limits"])
-        header, blobs = Notebook(msg.header, msg.blobs, plan, limits, shell).run()
+        notebook = Notebook(msg.header, msg.blobs, plan, limits, shell)
+        header, blobs = notebook.run()
         protocol.send(fd, header, blobs)
+        notebook.cleanup()  # off the grader's critical path
 
 
 class Notebook:
@@ -89,6 +94,7 @@ class Notebook:
         self.restarts = 0
         self.sandbox: dict = {}
         self.ready_s = 0.0
+        self.pending: int | None = None
         self.deadline = time.monotonic() + limits.notebook_seconds
 
     def run(self) -> tuple[dict, list[bytes]]:
@@ -99,13 +105,11 @@ class Notebook:
         n = len(self.records)
         while self.next_live < n:
             cells = [k for k in range(self.next_live) if k not in self.skip] + list(range(self.next_live, n))
-            pid, status, death = self._child(cells)
-            if death is None and not sandbox.leftovers(self.plan):
-                sandbox.reap()  # the child cleaned up after itself (it kills its uid's strays on the way out)
-            else:
-                sandbox.sweep(self.plan, pgid=pid)
+            pid, death = self._child(cells)
             if death is None:
+                self.pending = pid  # reaped after the result is sent (`cleanup`)
                 break
+            sandbox.sweep(self.plan, pgid=pid)
             self.restarts += 1
             if time.monotonic() >= self.deadline:
                 self._rest("not run: the notebook reached its time limit "
@@ -125,8 +129,8 @@ class Notebook:
                 self.records[k] = {"status": "skipped", "reason": reason}
         self.next_live = len(self.records)
 
-    def _child(self, cells: list[int]) -> tuple[int, int | None, str | None]:
-        """Fork a child for `cells`, watch it; returns (pid, wait status, None or why it died)."""
+    def _child(self, cells: list[int]) -> tuple[int, str | None]:
+        """Fork a child for `cells`, watch it; returns (pid, None or why it died). A finished child is not reaped."""
         from autograder.engine import protocol, runner
 
         replay = set(range(self.next_live))
@@ -148,7 +152,6 @@ class Notebook:
         ready = finished = False
         death: str | None = None
         exited = False
-        status = None
         try:
             while True:
                 now = time.monotonic()
@@ -194,19 +197,37 @@ class Notebook:
                     break
         except protocol.ProtocolError as exc:
             death = f"the notebook's process sent malformed data to the grader ({exc})"
-        if not finished or not select.select([pidfd], [], [], self.limits.grace_seconds)[0]:
-            _kill(pid)
-        _, status = os.waitpid(pid, 0)
-        os.close(pidfd)
         os.close(r)
         if finished:
-            return pid, status, None
+            os.close(pidfd)
+            return pid, None
+        _kill(pid)
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
         if death is None:
             death = _describe_exit(status)
         if not ready:
             death = f"the sandbox could not start ({death})"
         self._died(current, death, replay)
-        return pid, status, death
+        return pid, death
+
+    def cleanup(self) -> None:
+        """After the result is sent: wait for the last child to exit (kill it if it lingers), then sweep."""
+        from autograder.engine import sandbox
+
+        if self.pending is None:
+            return
+        pid, self.pending = self.pending, None
+        deadline = time.monotonic() + self.limits.grace_seconds
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                _kill(pid)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.002)
+        if sandbox.leftovers(self.plan):
+            sandbox.sweep(self.plan, pgid=pid)
+        sandbox.reap()
 
     def _overrun(self, cell: bool) -> str:
         if cell:
