@@ -120,9 +120,9 @@ def _register_students(course_dir: Path, students: dict[str, str | None]) -> Non
     from autograder.results import gradebook
 
     with gradebook(course_dir) as gb:
+        known = {s.id: s.lms_user_id for s in gb.students}
         for student, lms_id in sorted(students.items()):
-            known = {s.id: s for s in gb.students}
-            if student in known and (not lms_id or known[student].lms_user_id == lms_id):
+            if student in known and (not lms_id or known[student] == lms_id):
                 continue
             gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
 
