@@ -1,0 +1,92 @@
+"""On honest submissions the engine's grades equal stock `nbgrader autograde`, cell by cell (Chapter 1):
+the source notebook, the untouched release, and every wrong implementation of tests/corpus."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course
+from autograder.engine import grade
+from tests import nbgrader_support as nbs
+from tests.corpus import apply, wrong_for
+
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+CHAPTER = course.chapters(["ch1"])[0]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict:
+    """One released course, copied: the engine grades one copy, stock nbgrader the other."""
+    base = nbs.make_course(tmp_path_factory.mktemp("equivalence") / "base", [CHAPTER.assignment])
+    src = nbs.source_nb(CHAPTER, base)
+    subs = {"source": src, "release": nbs.release_nb(CHAPTER, base)}
+    subs.update({f"wrong{k}": apply(src, w) for k, w in enumerate(wrong_for(CHAPTER.assignment))})
+    for student, nb in subs.items():
+        nbs.submit(base, CHAPTER, student, nb)
+    copies = {}
+    for name in ("engine", "stock"):
+        copies[name] = base.parent / name
+        shutil.copytree(base, copies[name])
+        (copies[name] / "nbgrader_config.py").write_text(course.config_text(copies[name].resolve()))
+    summary = grade(copies["engine"], workers=2, progress=False)
+    stock = {s: nbs.autograde_stock(copies["stock"], CHAPTER, s) for s in subs}
+    engine = {s: nbs.scores(copies["engine"], CHAPTER, s) for s in subs}
+    return {"engine": engine, "stock": stock, "summary": summary, "dirs": copies, "points": nbs.max_points(src)}
+
+
+def test_every_cell_equals_stock_nbgrader(graded) -> None:
+    differ = {(s, g): (graded["engine"][s][g], v) for s, cells in graded["stock"].items()
+              for g, v in cells.items() if graded["engine"][s].get(g) != v}
+    assert not differ, f"(student, cell): (engine, stock) {differ}"
+    assert graded["engine"]["source"] == graded["points"]
+    assert set(graded["engine"]["release"].values()) == {0.0}
+
+
+def test_feedback_generates_from_the_autograded_notebooks(graded) -> None:
+    """nbgrader's generate_feedback accepts what the engine wrote, and shows no hidden test."""
+    course_dir = graded["dirs"]["engine"]
+    api = course.nbgrader_api(course_dir)
+    for student in ("source", "wrong1"):
+        result = api.generate_feedback(CHAPTER.assignment, student, force=True)
+        assert result["success"], result["log"][-2000:]
+        html = (course_dir / "feedback" / student / CHAPTER.assignment / f"{CHAPTER.notebook}.html").read_text()
+        assert "BEGIN HIDDEN TESTS" not in html and "hidden_check(" not in html
+    wrong = (course_dir / "feedback" / "wrong1" / CHAPTER.assignment / f"{CHAPTER.notebook}.html").read_text()
+    assert "HiddenTestFailed" in wrong and "ch1.transformer" in wrong  # why the cell lost its points
+
+
+def test_grading_log_explains_each_cell(graded) -> None:
+    path = graded["dirs"]["engine"] / "autograded" / "wrong1" / CHAPTER.assignment / "grading_log.json"
+    log = json.loads(path.read_text())["notebooks"][CHAPTER.notebook]
+    cells = {c["grade_id"]: c for c in log["cells"]}
+    assert set(cells) == set(graded["points"]) and log["max_score"] == sum(graded["points"].values())
+    visible = cells["test_self_attention"]  # no 1/sqrt(K): the visible hand-checked example already fails
+    assert not visible["passed"] and visible["failed_checks"] == [] and "raised" in visible["reason"]
+    hidden = cells["test_transformer"]  # its visible tests compare with the student's own self_attention
+    assert not hidden["passed"] and hidden["failed_checks"] == ["ch1.transformer"] and "differs" in hidden["reason"]
+    assert cells["test_parallel_time_serial"]["passed"] and cells["test_parallel_time_serial"]["reason"] == "passed"
+    assert log["execution_time"] > 0 and log["grading_time"] >= log["execution_time"]
+
+
+def test_autograded_notebook_has_outputs_and_no_hidden_tests(graded) -> None:
+    nb = nbformat.read(graded["dirs"]["engine"] / "autograded" / "source" / CHAPTER.assignment
+                       / f"{CHAPTER.notebook}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert any(o.output_type == "stream" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert not any("BEGIN HIDDEN TESTS" in c.source for c in nb.cells)
+
+
+def test_solutions_never_loaded_in_a_worker() -> None:
+    """A worker started the way the grader starts it imports the student side only."""
+    code = ("import sys, autograder.engine.worker as w; w.warm_up(); "
+            "import autograder.engine.runner; "
+            "bad = [m for m in sys.modules if m.split('.')[0] == 'solutions' or m.startswith(w.FORBIDDEN[1:])]; "
+            "print('LOADED', bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT, timeout=300)
+    assert "LOADED []" in out.stdout, out.stdout + out.stderr[-2000:]
