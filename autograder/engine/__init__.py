@@ -56,20 +56,22 @@ class GradeSummary:
 
 def grade(course_dir: Path, *, assignment: str | None = None, student: str | None = None, workers: int = 2,
           progress: bool = True, limits: Limits | None = None, seed: int | None = None,
-          force: bool = False) -> GradeSummary:
+          force: bool = False, scheduler: object = None) -> GradeSummary:
     """Grade every submitted notebook in course_dir/submitted/<student>/<assignment>/<nb>.ipynb not yet graded.
 
     Resumable: an interrupted run, run again, grades only what is not committed yet.
     `force` grades everything again. `seed` fixes the hidden tests' trial inputs (default:
-    a fresh secret per run). Raises EngineError for a course that cannot be graded (e.g.
-    an assignment not released into the gradebook); never for a student's file.
+    a fresh secret per run). `scheduler`: a dask.distributed Client or scheduler address
+    ("tcp://host:8786") to run the notebooks on a Dask cluster, `workers` tasks at a time
+    (the gradebook is still written here). Raises EngineError for a course that cannot be
+    graded (e.g. an assignment not released into the gradebook); never for a student's file.
     """
     from autograder.engine import results
     from autograder.engine.scheduler import Engine
     from nbgrader.api import Gradebook
 
     started = time.perf_counter()
-    engine = Engine(Path(course_dir), limits, seed, workers)
+    engine = Engine(Path(course_dir), limits, seed, workers, scheduler)
     subs = results.discover(engine.course_dir, assignment, student)
     with Gradebook(engine.cfg.db_url, course_id=engine.cfg.course_id) as gb:
         todo = [s for s in subs if force or not results.is_graded(gb, s)]

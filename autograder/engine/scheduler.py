@@ -53,7 +53,8 @@ class Source:
 class Engine:
     """One grading run over a course directory."""
 
-    def __init__(self, course_dir: Path, limits: Limits | None, seed: int | None, workers: int) -> None:
+    def __init__(self, course_dir: Path, limits: Limits | None, seed: int | None, workers: int,
+                 scheduler: object = None) -> None:
         self.cfg = results.load_config(course_dir)
         self.course_dir = self.cfg.root
         default = Limits(cell_seconds=self.cfg.cell_timeout) if self.cfg.cell_timeout else Limits()
@@ -62,6 +63,7 @@ class Engine:
         self.judge = scoring.Judge(self.trials)
         self.sources: dict[tuple[str, str], Source] = {}
         self.workers = max(1, workers)
+        self.scheduler = scheduler  # None: local warm workers; else a Dask Client or scheduler address
         self.threads = self.limits.threads or max(1, (os.cpu_count() or 1) // self.workers)
         self.ids = 0
         self.stats: list[dict] = []
@@ -287,7 +289,7 @@ class Engine:
                     if job is not None:
                         if pool is None:
                             t = time.perf_counter()
-                            pool = Pool(min(self.workers, len(queue) + 1), self.init_message(), self.threads)
+                            pool = self._pool(min(self.workers, len(queue) + 1))
                             self.warm_judge()  # while the workers import torch
                             pool.ready()
                             self.worker_start_s, self.pool_size = time.perf_counter() - t, len(pool.workers)
@@ -300,6 +302,14 @@ class Engine:
                     pool.close()
                 self.bar.close()
         return self.graded, self.failed
+
+    def _pool(self, n: int):
+        """Local warm workers, or slots on a Dask cluster."""
+        if self.scheduler is None:
+            return Pool(n, self.init_message(), self.threads)
+        from autograder.engine.distributed import DaskPool
+
+        return DaskPool(self.scheduler, n, self.init_message(), self.threads)
 
     def warm_judge(self) -> None:
         """Judge the reference against itself once per check: warms the judge up, and catches a broken check."""
