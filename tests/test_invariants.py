@@ -1,0 +1,57 @@
+"""The three grading invariants for EVERY chapter, through the trusted engine in one batch.
+
+(i) the source notebook submitted as is gets full marks; (ii) the untouched release gets
+zero, without a crash; (iii) every wrong implementation in tests/corpus loses exactly the
+points of the cells it names. (Stock `nbgrader autograde` checks the same on Chapter 1 in
+test_nbgrader_stock.py, and the engine's equality with it in test_engine_equivalence.py.)
+"""
+from __future__ import annotations
+
+import pytest
+
+from autograder import course
+from autograder.engine import grade
+from tests import nbgrader_support as nbs
+from tests.corpus import apply, wrong_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
+CHAPTERS = course.chapters()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict:
+    """All chapters released in one course; source, release and each Wrong submitted; one grading run."""
+    names = [c.assignment for c in CHAPTERS]
+    course_dir = nbs.make_course(tmp_path_factory.mktemp("invariants"), names)
+    expected: dict[tuple[str, str], dict[str, float]] = {}
+    for chapter in CHAPTERS:
+        src = nbs.source_nb(chapter, course_dir)
+        points = nbs.max_points(src)
+        subs = {"source": (src, points), "release": (nbs.release_nb(chapter, course_dir), dict.fromkeys(points, 0.0))}
+        for k, wrong in enumerate(wrong_for(chapter.assignment)):
+            subs[f"wrong{k}"] = (apply(src, wrong), {g: (0.0 if g in wrong.loses else p) for g, p in points.items()})
+        for student, (nb, scores) in subs.items():
+            nbs.submit(course_dir, chapter, student, nb)
+            expected[(chapter.assignment, student)] = scores
+    summary = grade(course_dir, workers=2, progress=False)
+    actual = {(ch.assignment, s): nbs.scores(course_dir, ch, s) for ch in CHAPTERS
+              for (a, s) in expected if a == ch.assignment}
+    return {"expected": expected, "actual": actual, "summary": summary}
+
+
+def test_the_batch_graded_everything(graded) -> None:
+    assert graded["summary"].failed == 0
+    assert graded["summary"].graded == len(graded["expected"])
+
+
+@pytest.mark.parametrize("chapter", [c.assignment for c in CHAPTERS])
+def test_source_full_release_zero(graded, chapter: str) -> None:
+    for student in ("source", "release"):
+        assert graded["actual"][(chapter, student)] == graded["expected"][(chapter, student)], student
+
+
+@pytest.mark.parametrize("chapter", [c.assignment for c in CHAPTERS])
+def test_each_wrong_implementation_loses_exactly_its_cells(graded, chapter: str) -> None:
+    for k, wrong in enumerate(wrong_for(chapter)):
+        key = (chapter, f"wrong{k}")
+        assert graded["actual"][key] == graded["expected"][key], f"{chapter} {wrong.why}"
