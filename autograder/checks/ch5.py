@@ -1,0 +1,43 @@
+"""Hidden checks of Chapter 5: image_attention and attend."""
+from __future__ import annotations
+
+import torch
+
+from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from solutions import ch5
+
+# (X, Y, J, K): a single cell, square and non-square grids (x and y must not be swapped),
+# J < K, J = K and J > K (W_key must not be transposed).
+SIZES = [(1, 1, 3, 2), (3, 3, 8, 4), (4, 4, 16, 8), (2, 5, 6, 3), (5, 2, 4, 7), (7, 3, 10, 10), (1, 6, 5, 5)]
+
+
+def image_attention_trials(gen: torch.Generator) -> list[tuple]:
+    """(h_prev[J], W_key[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K)."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for X, Y, J, K in SIZES:
+                h_prev = randn(gen, J, dtype=dtype, device=dev)
+                W_key = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
+                M = randn(gen, X, Y, K, dtype=dtype, device=dev)
+                trials.append((h_prev, W_key, M))
+    return trials
+
+
+def attend_trials(gen: torch.Generator) -> list[tuple]:
+    """(alpha[X,Y], M[X,Y,K]) with alpha a softmax over all cells, every size, dtype and device."""
+    trials = []
+    for dev in devices():
+        for dtype in DTYPES:
+            for X, Y, _, K in SIZES:
+                scores = randn(gen, X * Y, dtype=torch.float64, device=torch.device("cpu"), scale=2.0)
+                alpha = torch.softmax(scores, dim=0).reshape(X, Y).to(dtype=dtype, device=dev)
+                M = randn(gen, X, Y, K, dtype=dtype, device=dev)
+                trials.append((alpha, M))
+    return trials
+
+
+CHECKS = {
+    "ch5.image_attention": FunctionCheck(ch5.image_attention, image_attention_trials),
+    "ch5.attend": FunctionCheck(ch5.attend, attend_trials),
+}
