@@ -63,6 +63,9 @@ CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 DOC_SUFFIXES = (".ipynb", ".md", ".rst")
 ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv", ".bib"}
 ASSET_DIRS = ("images", "figures", "img")
+# Pages only one edition publishes. The grader's threat model is instructor documentation
+# (and quotes hidden-check calls, which the student edition must not contain).
+EDITION_ONLY = {"docs/security": "solutions"}
 SKIP_PARTS = {".git", ".venv", "_build", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 ANNOUNCEMENT = {
     "student": "Student edition: problems, stubs, visible tests and reference results. "
@@ -130,7 +133,12 @@ def toc_documents(data: dict | None = None) -> list[str]:
                 walk(item)
 
     walk(data)
-    return [d.removesuffix(Path(d).suffix) if Path(d).suffix in DOC_SUFFIXES else d for d in docs]
+    return [_stem(d) for d in docs]
+
+
+def _stem(doc: str) -> str:
+    """A toc entry without its suffix, if it has one."""
+    return doc.removesuffix(Path(doc).suffix) if Path(doc).suffix in DOC_SUFFIXES else doc
 
 
 def source_of(doc: str) -> Path | None:
@@ -142,13 +150,19 @@ def source_of(doc: str) -> Path | None:
     return None
 
 
-def published_toc(data: dict | None = None) -> dict:
-    """The table of contents without entries whose source does not exist (reported on stderr)."""
+def published_toc(data: dict | None = None, edition: str | None = None) -> dict:
+    """The table of contents `edition` publishes: without entries whose source does not exist
+    (reported on stderr) and without the other edition's own pages (EDITION_ONLY)."""
     data = read_toc() if data is None else data
 
     def keep(entry: object) -> bool:
-        if isinstance(entry, dict) and "file" in entry and source_of(str(entry["file"])) is None:
-            print(f"book: {entry['file']} is in _toc.yml but has no source file: left out", file=sys.stderr)
+        if not (isinstance(entry, dict) and "file" in entry):
+            return True
+        doc = _stem(str(entry["file"]))
+        if edition is not None and EDITION_ONLY.get(doc, edition) != edition:
+            return False
+        if source_of(doc) is None:
+            print(f"book: {doc} is in _toc.yml but has no source file: left out", file=sys.stderr)
             return False
         return True
 
@@ -404,10 +418,11 @@ def assets(docs: Iterable[str]) -> Iterator[Path]:
 
 def stage(edition: Edition, toc: dict, executed: dict[Path, Path]) -> list[str]:
     """Write the edition's book source; returns the files that changed (unchanged ones keep their mtime)."""
-    docs = toc_documents(toc)
+    published = published_toc(toc, edition.name)
+    docs = toc_documents(published)
     files: dict[str, bytes] = {
         "_config.yml": yaml.safe_dump(edition_config(edition.name), sort_keys=False).encode(),
-        "_toc.yml": yaml.safe_dump(published_toc(toc), sort_keys=False).encode(),
+        "_toc.yml": yaml.safe_dump(published, sort_keys=False).encode(),
     }
     for doc in docs:
         src = source_of(doc)

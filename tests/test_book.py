@@ -33,12 +33,18 @@ def test_front_matter_is_a_part_before_the_chapters() -> None:
     toc = yaml.safe_load(book.TOC.read_text())
     captions = [part.get("caption") for part in toc["parts"]]
     assert captions[0] == "Using this book" and captions[-1] == "Chapters", captions
-    docs = book.toc_documents()
+    docs = book.toc_documents(book.published_toc(edition="student"))
     assert docs[1:1 + len(FRONT)] == FRONT, docs
     for doc in FRONT:
         assert book.source_of(doc) is not None, f"{doc}.md is missing"
     first_chapter = min(docs.index(d) for d in docs if d.startswith("chapters/"))
     assert first_chapter > max(docs.index(d) for d in FRONT)
+
+
+def test_threat_model_is_in_the_solutions_edition_only() -> None:
+    solutions = book.toc_documents(book.published_toc(edition="solutions"))
+    assert solutions[solutions.index("front/instructors") + 1] == "docs/security", solutions
+    assert "docs/security" not in book.toc_documents(book.published_toc(edition="student"))
 
 
 def test_every_chapter_is_published_in_order() -> None:
@@ -163,7 +169,7 @@ def test_search_index_has_no_solution_only_words(editions) -> None:
     stem = snowballstemmer.stemmer("porter").stemWord
     student_terms, solution_terms = _index_terms(editions["student"]), _index_terms(editions["solutions"])
     secret_words, kept_words = set(), set()
-    for path in [book.source_of(d) for d in book.toc_documents()]:
+    for path in [book.source_of(d) for d in book.toc_documents(book.published_toc(edition="student"))]:
         if path.suffix != ".ipynb":
             kept_words |= set(re.findall(r"\w+", path.read_text().lower()))
             continue
