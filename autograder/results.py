@@ -195,40 +195,27 @@ def grading_logs(course_dir: Path) -> list[NotebookLog]:
 
 
 def _parse_log(data: dict, student: str, assignment: str) -> list[NotebookLog]:
-    """The notebooks of one grading_log.json ({"notebooks": {name: {...}}} or one notebook's dict)."""
-    notebooks = data.get("notebooks")
-    if isinstance(notebooks, list):
-        notebooks = {nb.get("notebook") or nb.get("name"): nb for nb in notebooks}
-    if notebooks is None:
-        notebooks = {data.get("notebook") or data.get("name") or assignment: data}
+    """The notebooks of one grading_log.json: {"notebooks": {name: {"cells": [...], ...}}}."""
+    notebooks = data.get("notebooks") if isinstance(data, dict) else None
     out = []
-    for name, nb in notebooks.items():
-        cells = nb.get("cells", {})
-        if isinstance(cells, list):
-            cells = {c.get("grade_id"): c for c in cells}
+    for name, nb in (notebooks if isinstance(notebooks, dict) else {}).items():
+        cells = [c for c in nb.get("cells", []) if isinstance(c, dict) and c.get("grade_id")]
         out.append(NotebookLog(
-            student=nb.get("student", student), assignment=nb.get("assignment", assignment), notebook=name,
-            cells={gid: _parse_cell(gid, c) for gid, c in cells.items()},
-            execution_time=_number(nb, "execution_time", "execution_s", "exec_time"),
-            grading_time=_number(nb, "grading_time", "grading_s", "wall_time"),
+            student=student, assignment=assignment, notebook=name,
+            cells={c["grade_id"]: _parse_cell(c) for c in cells},
+            execution_time=_number(nb.get("execution_time")), grading_time=_number(nb.get("grading_time")),
             error=nb.get("error")))
     return out
 
 
-def _parse_cell(grade_id: str, c: dict) -> CellLog:
-    score = float(c.get("score") or 0.0)
-    max_score = float(c.get("max_score", c.get("max", 0.0)) or 0.0)
-    passed = c.get("passed", c.get("status") in ("pass", "passed") if "status" in c else score >= max_score)
-    failed = c.get("failed_checks", c.get("failed_hidden_checks", ()))
-    return CellLog(grade_id, score, max_score, bool(passed), str(c.get("reason") or c.get("message") or ""),
-                   tuple(failed or ()))
+def _parse_cell(c: dict) -> CellLog:
+    """One cell's entry: grade_id, score, max_score, passed, reason, failed_checks."""
+    return CellLog(c["grade_id"], _number(c.get("score")) or 0.0, _number(c.get("max_score")) or 0.0,
+                   bool(c.get("passed")), str(c.get("reason") or ""), tuple(str(x) for x in c.get("failed_checks") or ()))
 
 
-def _number(d: dict, *keys: str) -> float | None:
-    for k in keys:
-        if isinstance(d.get(k), (int, float)):
-            return float(d[k])
-    return None
+def _number(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def summary_stats(scores: list[float], max_score: float) -> dict[str, float | int]:

@@ -316,10 +316,10 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     folder = course_dir / "autograded" / student / "ch1"
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(source, folder / f"{NB}.ipynb")
-    cells = {gid: {"score": 0.0 if gid in lost else pts, "max_score": pts, "passed": gid not in lost,
-                   "reason": f"REASON-{gid}: output differs (ch1.self_attention)" if gid in lost else "all trials match",
-                   "failed_checks": [f"ch1.{gid[5:]}"] if gid in lost else []}
-             for gid, pts in points.items()}
+    cells = [{"grade_id": gid, "score": 0.0 if gid in lost else pts, "max_score": pts, "passed": gid not in lost,
+              "reason": f"REASON-{gid}: hidden test ch1.self_attention failed" if gid in lost else "passed",
+              "failed_checks": [f"ch1.{gid[5:]}"] if gid in lost else []}
+             for gid, pts in points.items()]
     (folder / "grading_log.json").write_text(json.dumps({"notebooks": {NB: {"cells": cells, "execution_time": 1.0}}}))
 
 
@@ -380,7 +380,7 @@ def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> 
         leaked = [name for name in CHECKS if name in text]
         assert not leaked, f"{page}: {leaked}"
     alan = (graded / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
-    assert "Feedback for alan: 7 / 11" in alan and "REASON-test_self_attention: output differs" in alan
+    assert "Feedback for alan: 7 / 11" in alan and "REASON-test_self_attention: a hidden test failed" in alan
     code, _, err = run(capsys, "feedback", "--student", "nobody", "--course", graded)
     assert code == 1
     one_line_error(err, "no graded notebook")
