@@ -256,9 +256,10 @@ def scrub_traceback(traceback: list[str], secret: set[str]) -> list[str]:
     return out
 
 
-def for_feedback(nb: NotebookNode) -> NotebookNode:
-    """A copy of an executed notebook with the test cells' hidden tests removed, from source and tracebacks."""
-    nb = copy.deepcopy(nb)
+def for_feedback(nb: NotebookNode, copy_first: bool = True) -> NotebookNode:
+    """The executed notebook with the test cells' hidden tests removed, from source and tracebacks
+    (a copy, or `nb` itself changed in place with copy_first=False)."""
+    nb = copy.deepcopy(nb) if copy_first else nb
     for cell in nb.cells:
         if HIDDEN_BEGIN in cell.get("source", ""):
             secret = hidden_lines(cell.source)

@@ -27,6 +27,7 @@ class Worker:
     reader: protocol.FrameReader
     log: str
     hello: dict = field(default_factory=dict)
+    isolation: dict = field(default_factory=dict)
     job: object = None  # what the scheduler gave it (None: idle)
 
     @property
@@ -79,6 +80,12 @@ class Pool:
             raise WorkerError(f"worker {w.slot} has instructor modules loaded: {msg.header['leaked']}")
         w.hello = msg.header
         protocol.send(w.fd, {"k": "init", "slot": w.slot, **self.init})
+        msg = protocol.recv_blocking(w.reader, timeout=self.timeout)
+        if msg is None or msg.kind != "isolated":
+            raise WorkerError(f"worker {w.slot} failed to isolate itself:\n{w.log_tail()}")
+        if msg.header.get("error"):
+            raise WorkerError(f"worker {w.slot}: {msg.header['error']}")
+        w.isolation = msg.header.get("report") or {}
 
     def restart(self, w: Worker) -> Worker:
         """Replace a dead worker by a fresh one in the same slot."""
@@ -133,16 +140,12 @@ class Pool:
             w.proc.wait()
 
     def close(self) -> None:
-        """Stop every worker (they exit when their socket closes)."""
-        deadline = time.monotonic() + 10
+        """Stop every worker: it holds nothing worth saving (its sandboxes die with it)."""
         for w in self.workers:
             try:
                 w.sock.close()
             except OSError:
                 pass
+            w.proc.kill()
         for w in self.workers:
-            try:
-                w.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                w.proc.kill()
-                w.proc.wait()
+            w.proc.wait()

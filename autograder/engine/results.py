@@ -196,32 +196,41 @@ def ensure_submissions(gb, subs: list[Submission]) -> None:
     gb.db.commit()
 
 
-def record_grades(gb, sub: Submission, scores: dict[str, float | None], responded: dict[str, bool]) -> None:
-    """Set the auto scores (and "No response." comments) of one notebook, then commit."""
+def record_grades(gb, sub: Submission, scores: dict[str, float | None], responded: dict[str, bool],
+                  cache: dict | None = None) -> None:
+    """Set the auto scores (and "No response." comments) of one notebook, then commit.
+
+    Plain UPDATEs on nbgrader's grade and comment rows (one per cell, by id), as
+    SaveAutoGrades would set them, without loading every row's computed properties.
+    """
     import warnings
 
-    from nbgrader.api import MissingEntry
+    from nbgrader.api import Comment, Grade, MissingEntry
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Object of type")  # nbgrader's own add_submission
+        warnings.filterwarnings("ignore", message="Object of type")
         try:
-            submission = gb.find_submission(sub.assignment, sub.student)
-            stamp = timestamp(sub)
-            if stamp is not None and submission.timestamp != stamp:
-                gb.update_or_create_submission(sub.assignment, sub.student, timestamp=stamp)
+            nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
         except MissingEntry:
-            stamp = timestamp(sub)
-            try:
-                gb.find_student(sub.student)
-            except MissingEntry:
-                gb.add_student(sub.student)
-            gb.update_or_create_submission(sub.assignment, sub.student, **({"timestamp": stamp} if stamp else {}))
-        nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
-        for grade in nb.grades:
-            if grade.name in scores:
-                grade.auto_score = scores[grade.name]
-                grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        for comment in nb.comments:
-            if comment.name in responded:
-                comment.auto_comment = None if responded[comment.name] else "No response."
-        gb.db.commit()
+            ensure_submissions(gb, [sub])
+            nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+    cache = {} if cache is None else cache
+    key = (sub.assignment, sub.notebook)
+    if key not in cache:  # {grade_id: database id} of the notebook's grade and solution cells
+        source = gb.find_notebook(sub.notebook, sub.assignment)
+        cache[key] = {c.name: c.id for c in [*source.grade_cells, *source.solution_cells]}
+    cells = cache[key]
+    updated = 0
+    for gid, score in scores.items():
+        updated += gb.db.query(Grade).filter(Grade.notebook_id == nb.id, Grade.cell_id == cells.get(gid)).update(
+            {Grade.auto_score: score,
+             Grade.needs_manual_grade: Grade.manual_score.isnot(None) if score is not None else True},
+            synchronize_session=False)
+    if updated != len(scores):
+        gb.db.rollback()
+        raise RuntimeError(f"{sub.key}: the gradebook has {updated} of the {len(scores)} graded cells; "
+                           "was the assignment released again during grading?")
+    for gid, answered in responded.items():
+        gb.db.query(Comment).filter(Comment.notebook_id == nb.id, Comment.cell_id == cells.get(gid)).update(
+            {Comment.auto_comment: None if answered else "No response."}, synchronize_session=False)
+    gb.db.commit()

@@ -70,6 +70,7 @@ class Engine:
         self.sandbox: dict = {}
         self.pool_size = 0
         self.checksums: dict[tuple[str, str], dict[str, str]] = {}
+        self.cell_ids: dict[tuple[str, str], dict[str, str]] = {}
         self.phases: dict[str, float] = collections.defaultdict(float)
         self.worker_start_s: float | None = None
 
@@ -152,9 +153,9 @@ class Engine:
         t1 = time.perf_counter()
         scores = {c.grade_id: c.score for c in cells}
         log = self._log(job, cells, incidents, header or {})
-        results.write_outputs(job.sub, nbmod.for_feedback(nb), log)
+        results.write_outputs(job.sub, nbmod.for_feedback(nb, copy_first=False), log)
         t2 = time.perf_counter()
-        results.record_grades(gb, job.sub, scores, self._responded(gb, job, nb))
+        results.record_grades(gb, job.sub, scores, self._responded(gb, job, nb), self.cell_ids)
         t3 = time.perf_counter()
         self.phases["judge"] += t1 - t0
         self.phases["write"] += t2 - t1
@@ -272,14 +273,20 @@ class Engine:
         """Grade `todo`; returns (graded, failed)."""
         from nbgrader.api import Gradebook
 
+        import torch
+
         self.graded = self.failed = 0
         queue = collections.deque(todo)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # references on small trials: threads only contend with the workers
         self.bar = _progress(len(todo), progress)
         with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
             for a in sorted({s.assignment for s in todo}):
                 _require_assignment(gb, a)
             for sub in todo:
                 self.source(sub)  # every check's trials are drawn before any student code runs
+            for (assignment, notebook), src in self.sources.items():
+                _require_same_cells(gb, assignment, notebook, set(src.points))
             results.ensure_submissions(gb, todo)
             self.queue = queue
             pool: Pool | None = None
@@ -291,7 +298,11 @@ class Engine:
                             t = time.perf_counter()
                             pool = self._pool(min(self.workers, len(queue) + 1))
                             self.warm_judge()  # while the workers import torch
-                            pool.ready()
+                            try:
+                                pool.ready()
+                            except WorkerError as exc:
+                                pool.close()
+                                raise EngineError(f"the grading workers cannot start: {exc}") from None
                             self.worker_start_s, self.pool_size = time.perf_counter() - t, len(pool.workers)
                         self._dispatch(pool, pool.idle()[0], job)
                         continue
@@ -301,12 +312,16 @@ class Engine:
                 if pool is not None:
                     pool.close()
                 self.bar.close()
+                torch.set_num_threads(threads)
         return self.graded, self.failed
 
     def _pool(self, n: int):
         """Local warm workers, or slots on a Dask cluster."""
         if self.scheduler is None:
-            return Pool(n, self.init_message(), self.threads)
+            try:
+                return Pool(n, self.init_message(), self.threads)
+            except WorkerError as exc:
+                raise EngineError(f"the grading workers cannot start: {exc}") from None
         from autograder.engine.distributed import DaskPool
 
         return DaskPool(self.scheduler, n, self.init_message(), self.threads)
@@ -339,7 +354,7 @@ class Engine:
         """A worker answered (or died): give it the next notebook, then record this one (or retry it once)."""
         job, w.job = w.job, None
         received = time.perf_counter()
-        if msg is None or msg.kind != "result" or msg.header.get("id") != job.header["id"]:
+        if msg is None or msg.kind != "result" or msg.header.get("id") != job.header["id"] or msg.header.get("infra"):
             fresh = pool.restart(w)
             if job.attempts < 2:
                 self._dispatch(pool, fresh, job)
@@ -379,6 +394,18 @@ def _require_assignment(gb, assignment: str) -> None:
         gb.find_assignment(assignment)
     except MissingEntry:
         raise EngineError(f"assignment {assignment} is not in the gradebook: release it first") from None
+
+
+def _require_same_cells(gb, assignment: str, notebook: str, graded: set[str]) -> None:
+    from nbgrader.api import MissingEntry
+
+    try:
+        released = {c.name for c in gb.find_notebook(notebook, assignment).grade_cells}
+    except MissingEntry:
+        raise EngineError(f"notebook {notebook} of {assignment} is not in the gradebook: release it first") from None
+    if released != graded:
+        raise EngineError(f"the graded cells of {assignment}/{notebook} changed since it was released "
+                          f"({sorted(released ^ graded)}): release it again before grading")
 
 
 class _NoBar:

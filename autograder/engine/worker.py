@@ -69,6 +69,10 @@ def main(fd: int) -> None:
                         venv_bin=os.path.dirname(sys.executable), network=bool(init.header.get("network")))
     plan = dataclasses.replace(plan, worker_report=tuple(sandbox.isolate_worker(plan).items()))
     sandbox.prepare_worker()  # again: a new user namespace may have cleared the parent-death signal
+    problem = self_test(plan)
+    protocol.send(fd, {"k": "isolated", "report": dict(plan.worker_report), "error": problem})
+    if problem:
+        return
     while True:
         msg = protocol.recv_blocking(reader)
         if msg is None or msg.kind != "job":
@@ -78,6 +82,29 @@ def main(fd: int) -> None:
         header, blobs = notebook.run()
         protocol.send(fd, header, blobs)
         notebook.cleanup()  # off the grader's critical path
+
+
+def self_test(plan) -> str | None:
+    """Start one empty sandbox; None if it came up, else why not (the grader stops: no one gets zeros)."""
+    from autograder.engine import sandbox
+    from autograder.engine.limits import Limits
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            sandbox.enter(plan, Limits(), [], 1)
+            os.write(w, b"ok")
+        except BaseException as exc:  # noqa: BLE001 - reported to the grader
+            os.write(w, f"{type(exc).__name__}: {exc}".encode()[:500])
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        said = f.read().decode(errors="replace")
+    sandbox.sweep(plan, pgid=pid)
+    return None if said == "ok" else f"a sandbox cannot start here: {said or _describe_exit(status)}"
 
 
 class Notebook:
@@ -95,6 +122,7 @@ class Notebook:
         self.sandbox: dict = {}
         self.ready_s = 0.0
         self.pending: int | None = None
+        self.infra: str | None = None
         self.deadline = time.monotonic() + limits.notebook_seconds
 
     def run(self) -> tuple[dict, list[bytes]]:
@@ -110,6 +138,8 @@ class Notebook:
                 self.pending = pid  # reaped after the result is sent (`cleanup`)
                 break
             sandbox.sweep(self.plan, pgid=pid)
+            if self.infra:
+                break
             self.restarts += 1
             if time.monotonic() >= self.deadline:
                 self._rest("not run: the notebook reached its time limit "
@@ -192,8 +222,9 @@ class Notebook:
                     break
                 if exited:
                     break
-                if reader.eof:
-                    death = "the notebook's process closed its channel to the grader"
+                if reader.eof:  # exiting closes the pipe a moment before the exit is reported
+                    if not select.select([pidfd], [], [], 1.0)[0]:
+                        death = "the notebook's process closed its channel to the grader"
                     break
         except protocol.ProtocolError as exc:
             death = f"the notebook's process sent malformed data to the grader ({exc})"
@@ -206,8 +237,9 @@ class Notebook:
         os.close(pidfd)
         if death is None:
             death = _describe_exit(status)
-        if not ready:
-            death = f"the sandbox could not start ({death})"
+        if not ready:  # no student code ran: the grader's problem, not the student's
+            self.infra = f"the sandbox could not start ({death})"
+            return pid, self.infra
         self._died(current, death, replay)
         return pid, death
 
@@ -266,7 +298,7 @@ class Notebook:
                 reports.append([name, list(range(len(blobs), len(blobs) + len(outs)))])
                 blobs.extend(outs)
             cells.append({**rec, "outputs": at, "reports": reports})
-        header = {"k": "result", "id": self.job["id"], "cells": cells, "restarts": self.restarts,
+        header = {"k": "result", "id": self.job["id"], "cells": cells, "restarts": self.restarts, "infra": self.infra,
                   "sandbox": self.sandbox, "seconds": seconds, "ready_seconds": self.ready_s}
         return header, blobs
 
