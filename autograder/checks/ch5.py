@@ -12,7 +12,9 @@ SIZES = [(1, 1, 3, 2), (3, 3, 8, 4), (4, 4, 16, 8), (2, 5, 6, 3), (5, 2, 4, 7), 
 
 
 def image_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """(h_prev[J], W_key[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K)."""
+    """(h_prev[J], W_key[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K),
+    and in float64 on two sizes scores in the thousands (exp overflows unless the maximum is
+    subtracted; float64 keeps their differences exact enough for any order of summation)."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
@@ -21,11 +23,17 @@ def image_attention_trials(gen: torch.Generator) -> list[tuple]:
                 W_key = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
                 M = randn(gen, X, Y, K, dtype=dtype, device=dev)
                 trials.append((h_prev, W_key, M))
+            for X, Y, J, K in SIZES[2:4] if dtype == torch.float64 else ():
+                h_prev = randn(gen, J, dtype=dtype, device=dev)
+                W_key = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
+                M = randn(gen, X, Y, K, dtype=dtype, device=dev, scale=0.01) + randn(gen, K, dtype=dtype, device=dev, scale=1000.0)
+                trials.append((h_prev, W_key, M))
     return trials
 
 
 def attend_trials(gen: torch.Generator) -> list[tuple]:
-    """(alpha[X,Y], M[X,Y,K]) with alpha a softmax over all cells, every size, dtype and device."""
+    """(alpha[X,Y], M[X,Y,K]) for every size, dtype and device: alpha a softmax over all cells,
+    and on two sizes arbitrary weights (attend is linear in alpha: no renormalising)."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
@@ -34,6 +42,8 @@ def attend_trials(gen: torch.Generator) -> list[tuple]:
                 alpha = torch.softmax(scores, dim=0).reshape(X, Y).to(dtype=dtype, device=dev)
                 M = randn(gen, X, Y, K, dtype=dtype, device=dev)
                 trials.append((alpha, M))
+            for X, Y, _, K in SIZES[2:4]:
+                trials.append((randn(gen, X, Y, dtype=dtype, device=dev), randn(gen, X, Y, K, dtype=dtype, device=dev)))
     return trials
 
 
