@@ -7,7 +7,6 @@ student's process is parsed as data with hard size caps; a malformed frame raise
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import select

@@ -184,7 +184,7 @@ class Engine:
             if gid and cell.metadata.nbgrader.get("grade"):
                 cells.append(scoring.score_cell(cell, rec, reports, self.judge, self.cfg.ignore_pattern))
             elif rec.get("status") in ("killed", "skipped"):
-                cell.outputs.append(scoring._error("CellStopped", str(rec.get("reason"))))
+                cell.outputs.append(scoring.error_output("CellStopped", str(rec.get("reason"))))
             if rec.get("status") in ("killed", "skipped"):
                 incidents.append({"cell": idx, "grade_id": gid, "status": rec.get("status"),
                                   "reason": str(rec.get("reason"))[:500]})
@@ -206,7 +206,7 @@ class Engine:
                     cell.source = "# (nothing was graded: see the note in the test cells)"
         for cell in nb.cells:
             if nbmod.is_test(cell):
-                cell.outputs = [scoring._error("NotGraded", job.problem)]
+                cell.outputs = [scoring.error_output("NotGraded", job.problem)]
         return nb
 
     def _responded(self, gb, job: Job, nb: nbformat.NotebookNode) -> dict[str, bool]:

@@ -101,7 +101,7 @@ def outputs_from(blob: bytes) -> list[NotebookNode]:
     try:
         raw = json.loads(blob.decode())
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return [_error("OutputError", "the cell's outputs could not be read")]
+        return [error_output("OutputError", "the cell's outputs could not be read")]
     out = []
     for o in raw if isinstance(raw, list) else []:
         if not isinstance(o, dict):
@@ -120,7 +120,7 @@ def outputs_from(blob: bytes) -> list[NotebookNode]:
             out.append(from_dict(node))
         elif kind == "error":
             tb = o.get("traceback")
-            out.append(_error(str(o.get("ename", "Error"))[:200], str(o.get("evalue", ""))[:2000],
+            out.append(error_output(str(o.get("ename", "Error"))[:200], str(o.get("evalue", ""))[:2000],
                               [str(x) for x in tb[:200]] if isinstance(tb, list) else None))
     return out
 
@@ -133,7 +133,8 @@ def _metadata(md: dict, data: dict) -> dict:
     return out
 
 
-def _error(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
+def error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
+    """An nbformat error output (what the feedback shows for a failure the grader found)."""
     return from_dict({"output_type": "error", "ename": ename, "evalue": evalue,
                       "traceback": traceback if traceback is not None else [f"{ename}: {evalue}"]})
 
@@ -174,7 +175,7 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
         return CellScore(gid, score, points, "needs manual grading" if score is None else "no response", [], status, seconds)
     if status in ("killed", "skipped"):
         reason = str(record.get("reason") or status)
-        cell.outputs.append(_error("CellStopped", reason))
+        cell.outputs.append(error_output("CellStopped", reason))
         return CellScore(gid, 0.0, points, reason, [], status, seconds)
     score, reason = stock_grade(cell, ignore)
     failed: list[str] = []
@@ -200,5 +201,5 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
 
 
 def _fail(cell: NotebookNode, name: str, message: str) -> str:
-    cell.outputs.append(_error("HiddenTestFailed", f"hidden test {name} failed: {message}"))
+    cell.outputs.append(error_output("HiddenTestFailed", f"hidden test {name} failed: {message}"))
     return message
