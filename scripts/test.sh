@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-export MPLBACKEND=Agg PYTHONHASHSEED=0
+export MPLBACKEND=Agg PYTHONHASHSEED=0 OMP_WAIT_POLICY=PASSIVE
 "$VENV/bin/python" -m pytest tests chapters --nbval-lax --nbval-cell-timeout=600 \
     -p no:cacheprovider "$@"
