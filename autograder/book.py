@@ -16,6 +16,9 @@ execution:
   The content is removed from the notebook itself, not hidden with tags, and the
   "download source" buttons and `_sources/` are switched off in this edition.
 
+Both editions replace Jupyter widgets (tqdm bars) by the text of their final state: with
+widget state in a notebook, myst-nb would load require.js and the widget manager from CDNs.
+
 Each edition is staged as its own book source, `_build/stage/<edition>/` (only the
 documents in the table of contents and the assets beside them; execution off), and built
 by Sphinx into `_build/<edition>/html`. Staged files are rewritten only when their bytes
@@ -167,8 +170,9 @@ def published_toc(data: dict | None = None, edition: str | None = None) -> dict:
         return True
 
     def prune(node: object) -> object:
-        if isinstance(node, dict):
-            return {k: prune(v) if k in ("parts", "chapters", "sections") else v for k, v in node.items()}
+        if isinstance(node, dict):  # an emptied list of sections or chapters goes too
+            pruned = {k: prune(v) if k in ("parts", "chapters", "sections") else v for k, v in node.items()}
+            return {k: v for k, v in pruned.items() if v != []}
         if isinstance(node, list):
             return [prune(item) for item in node if keep(item)]
         return node
@@ -232,7 +236,10 @@ def execute_notebook(src: Path, dest: Path, timeout: int, threads: int) -> float
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel, allow_errors=False,
                             resources={"metadata": {"path": str(src.parent)}})
-    client.execute(env=kernel_env(threads))
+    log = CACHE / "logs" / f"{src.stem}.kernel.log"  # the kernel's own stderr (not the cells')
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as stderr:
+        client.execute(env=kernel_env(threads), stderr=stderr)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_suffix(".tmp")
     nbformat.write(nb, str(tmp))
@@ -322,18 +329,62 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def without_widgets(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`nb` without Jupyter widgets: each widget view becomes the text of its final state.
+
+    With widget state in the notebook, myst-nb loads require.js and the widget manager
+    from CDNs on the page. A finished tqdm bar reads as its text: "training: 100%|█████|
+    1500/1500 [01:18<00:00, 26.4it/s]" (its own text fallback shows the bar at 0%).
+    """
+    nb = nbformat.from_dict(nb)
+    state = nb.metadata.pop("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            view = output.get("data", {}).pop(WIDGET_VIEW, None)
+            text = _widget_text(view.get("model_id", ""), state) if view else None
+            if text:
+                output.data["text/plain"] = text
+        cell.outputs = [o for o in cell.outputs if o.output_type not in ("display_data", "execute_result")
+                        or o.get("data")]
+    return nb
+
+
+def _widget_text(model_id: str, state: dict) -> str | None:
+    """The text a widget shows in its saved state (boxes, labels, HTML, progress bars), or None."""
+    model = state.get(model_id.removeprefix("IPY_MODEL_"))
+    if model is None:
+        return None
+    name, values = model.get("model_name", ""), model.get("state", {})
+    if name.endswith("BoxModel"):
+        parts = [_widget_text(child, state) for child in values.get("children", [])]
+        return "".join(p for p in parts if p) or None
+    if "Progress" in name and values.get("max"):
+        filled = round(10 * values.get("value", 0) / values["max"])
+        return "|" + "█" * filled + " " * (10 - filled) + "|"
+    if isinstance(values.get("value"), str):
+        return html.unescape(re.sub(r"<[^>]+>", "", values["value"])).replace("\u2007", " ")
+    return None
+
+
 def edition_notebook(nb: nbformat.NotebookNode, edition: str) -> nbformat.NotebookNode:
-    """The notebook as `edition` publishes it."""
+    """The notebook as `edition` publishes it (both: no widgets, so no CDN scripts)."""
+    nb = without_widgets(nb)
     return student_notebook(nb) if edition == "student" else nb
 
 
-def secrets(source: nbformat.NotebookNode, min_chars: int = 12) -> list[str]:
+def secrets(source: nbformat.NotebookNode, public: str | None = None, min_chars: int = 12) -> list[str]:
     """Text of `source` that the student edition must not contain, whitespace-normalised.
 
-    Lines of solution regions and hidden-test regions (those that are not also in the
-    student's copy, e.g. `return out`), and phrases of the worked-solution cells.
+    Lines of its solution regions and hidden-test regions and phrases of its worked
+    solutions, less what the student edition shows anyway (`public`, see `public_text`;
+    default: this notebook's public part), e.g. `return out` or an import.
     """
-    kept = _normalise(_notebook_text(student_notebook(source)))
+    public = public_text([source]) if public is None else public
     found: list[str] = []
     for cell in source.cells:
         if course.SOLUTION_TEXT_TAG in cell.metadata.get("tags", []):
@@ -343,9 +394,25 @@ def secrets(source: nbformat.NotebookNode, min_chars: int = 12) -> list[str]:
                 found += [line.strip() for line in region.splitlines()]
     out = []
     for text in map(_normalise, found):
-        if len(text) >= min_chars and text not in kept and text not in out:
+        if len(text) >= min_chars and text not in public and text not in out:
             out.append(text)
     return out
+
+
+def public_text(notebooks: Iterable[nbformat.NotebookNode], pages: Iterable[Path] = ()) -> str:
+    """What the student edition may show, whitespace-normalised: every cell except worked
+    solutions, with solution and hidden-test regions cut out, every output, and `pages`.
+
+    Derived with a regular expression, independently of `student_notebook`.
+    """
+    parts = [page.read_text() for page in pages]
+    for nb in notebooks:
+        for cell in nb.cells:
+            if course.SOLUTION_TEXT_TAG not in cell.metadata.get("tags", []):
+                kept = nbformat.from_dict(cell)
+                kept.source = _REGIONS.sub("", cell.source)
+                parts.append(_notebook_text(nbformat.v4.new_notebook(cells=[kept])))
+    return _normalise("\n".join(parts))
 
 
 _REGIONS = re.compile(r"BEGIN SOLUTION[^\n]*\n(.*?)\n[^\n]*END SOLUTION"
@@ -395,6 +462,8 @@ def edition_config(edition: str) -> dict:
     conf = sphinx.setdefault("config", {}) or {}
     sphinx["config"] = conf
     if edition == "student":
+        # the instructors page lists its sub-pages, the solutions edition's threat model
+        conf["suppress_warnings"] = ["myst.domains", "etoc.tableofcontents"]
         conf["html_copy_source"] = False  # no _sources/ (notebooks, markdown)
         conf["html_show_sourcelink"] = False
         conf.setdefault("html_theme_options", {})["use_download_button"] = False
@@ -528,7 +597,7 @@ def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bo
             _finish(edition, proc, strict)
         timings["sphinx"], clock = time.perf_counter() - clock, time.perf_counter()
         if "student" in {e.name for e in chosen}:
-            leaks = audit_student(Edition("student"), executed)
+            leaks = audit_student(Edition("student"), executed, toc)
             if leaks:
                 raise BookError("the student edition shows solutions:\n" + "\n".join(leaks[:20]))
         for edition in chosen:
@@ -623,13 +692,16 @@ def edition_text(folder: Path) -> str:
     return _normalise("\n".join(parts))
 
 
-def audit_student(edition: Edition, executed: dict[Path, Path]) -> list[str]:
+def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None = None) -> list[str]:
     """What of the solutions (markers, solution lines, hidden tests, worked solutions) the student edition shows."""
     text = edition_text(edition.out) + " " + edition_text(edition.stage)
     problems = [f"marker {m!r} found" for m in FORBIDDEN if m in text]
-    for src in executed:
-        source = nbformat.read(src, as_version=4)
-        problems += [f"{src.name}: {s[:100]!r}" for s in secrets(source) if s in text]
+    sources = {src: nbformat.read(src, as_version=4) for src in executed}
+    pages = [p for d in toc_documents(published_toc(toc, edition.name))
+             if (p := source_of(d)) is not None and p.suffix != ".ipynb"]
+    public = public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
+    for src, source in sources.items():
+        problems += [f"{src.name}: {s[:100]!r}" for s in secrets(source, public) if s in text]
     return problems
 
 

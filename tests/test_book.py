@@ -110,6 +110,23 @@ def test_student_notebook_is_the_release_with_outputs_kept(chapter: course.Chapt
     assert not [s for s in secrets if s in book._normalise(book._notebook_text(student))]
 
 
+def test_widgets_become_the_text_of_their_final_state() -> None:
+    """tqdm bars are widgets; with widget state on a page, myst-nb loads scripts from CDNs."""
+    view = "application/vnd.jupyter.widget-view+json"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for _ in tqdm(range(9)): pass")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={
+        view: {"model_id": "box", "version_major": 2, "version_minor": 0}, "text/plain": "  0%|          | 0/9"})]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "box": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_a", "IPY_MODEL_b", "IPY_MODEL_c"]}},
+        "a": {"model_name": "HTMLModel", "state": {"value": "training:\u2007100%"}},
+        "b": {"model_name": "FloatProgressModel", "state": {"value": 9.0, "max": 9.0}},
+        "c": {"model_name": "HTMLModel", "state": {"value": "\u20079/9\u2007[00:01&lt;00:00]"}}}}}
+    out = book.without_widgets(nb)
+    assert "widgets" not in out.metadata
+    assert out.cells[0].outputs[0].data == {"text/plain": "training: 100%|██████████| 9/9 [00:01<00:00]"}
+    assert "widgets" in nb.metadata, "the input is not modified"
+
+
 @pytest.mark.slow
 def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
     """The student edition's cells are exactly what `nbgrader generate_assignment` gives students."""
@@ -148,8 +165,12 @@ def test_student_edition_has_no_solution_code_hidden_tests_or_worked_solutions(t
     for marker in book.FORBIDDEN:
         assert marker not in texts["student"], f"{marker!r} in the student edition"
     assert "hidden_check(" in texts["solutions"], "control: the solutions edition shows the hidden tests"
+    pages = [p for d in book.toc_documents(book.published_toc(edition="student"))
+             if (p := book.source_of(d)).suffix != ".ipynb"]
+    executed = book.executed_copies()
+    public = book.public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
     for src in _published_chapters():
-        secrets = book.secrets(nbformat.read(src, as_version=4))
+        secrets = book.secrets(nbformat.read(src, as_version=4), public)
         assert secrets, src.name
         unseen = [s for s in secrets if s not in texts["solutions"]]
         assert not unseen, f"control: {src.name}: not in the solutions edition, so the search is blind: {unseen[:5]}"
