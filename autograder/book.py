@@ -641,7 +641,24 @@ def _finish(edition: Edition, proc: subprocess.Popen, strict: bool) -> None:
     if code != 0 or not (edition.html / "index.html").is_file():
         raise BookError(f"sphinx failed on the {edition.name} edition (exit {code}); "
                         f"see {edition.out / 'sphinx.log'}:\n{_last_lines(log)}")
+    _complete_redirect(edition)
     (edition.out / "built-from.sha256").write_text(_stamp(edition, strict) + "\n")
+
+
+def _complete_redirect(edition: Edition) -> None:
+    """Make sphinx-external-toc's bare `index.html` redirect a page with a title and the
+    favicon (without one, browsers ask the server for /favicon.ico, which is not there)."""
+    index = edition.html / "index.html"
+    match = re.fullmatch(r'<meta http-equiv="Refresh" content="0; url=([^"]+)" />\s*', index.read_text())
+    if match is None:
+        return
+    cfg = edition_config(edition.name)
+    title, icon = html.escape(cfg.get("title", "")), Path((cfg.get("html") or {}).get("favicon") or "").name
+    head = f'<link rel="icon" href="_static/{icon}">' if icon else ""
+    index.write_text(
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>{head}\n'
+        f'<meta http-equiv="Refresh" content="0; url={match.group(1)}"></head>\n'
+        f'<body><p><a href="{match.group(1)}">{title}</a></p></body></html>\n')
 
 
 def _warn_unpublished_chapters(toc: dict, log) -> None:
