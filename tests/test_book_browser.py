@@ -44,7 +44,8 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 def _require_browser() -> None:
     """Skip (locally) or fail (CI) with the reason when Chromium or selenium is missing."""
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (Path(p).is_file() and os.access(p, os.X_OK))]
+    missing = [f"{name} at {path}" for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER))
+               if not (Path(path).is_file() and os.access(path, os.X_OK))]
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -252,7 +253,7 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
 
 
 @pytest.mark.parametrize("edition", book.EDITIONS)
-def test_every_page_renders_offline(edition: str, editions, server, driver) -> None:
+def test_every_page_renders_offline(edition: str, driver, editions, server) -> None:
     html = editions[edition]
     origin = f"http://127.0.0.1:{server.server_address[1]}"
     pages = _pages(html)
@@ -277,7 +278,7 @@ DOCTORED = """
 """
 
 
-def test_the_checks_catch_a_broken_page(editions, server, driver) -> None:
+def test_the_checks_catch_a_broken_page(driver, editions, server) -> None:
     """A copy of a math page with one planted fault of each kind: every fault is reported."""
     source = editions["student"]
     html = book.BUILD / "browser-selftest" / "html"
@@ -301,7 +302,7 @@ def test_the_checks_catch_a_broken_page(editions, server, driver) -> None:
 
 
 @pytest.mark.parametrize("edition", book.EDITIONS)
-def test_search_finds_pages_from_the_built_files(edition: str, editions, server, driver) -> None:
+def test_search_finds_pages_from_the_built_files(edition: str, driver, editions, server) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     origin = f"http://127.0.0.1:{server.server_address[1]}"
