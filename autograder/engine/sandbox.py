@@ -33,7 +33,7 @@ CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
 BLOCKED_PACKAGES = ("solutions", "autograder")
-SANDBOX_TMP = "/tmp"
+SCRATCH_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm")  # where the child's private tmpfs may go
 WORKDIR_NAME = "submission"
 UID_RANGE = (1_000_000_000, 2_000_000_000)  # sandbox uids: a fresh random block per grading run
 
@@ -60,6 +60,14 @@ class Plan:
     @property
     def uid(self) -> int:
         return self.uid_base + self.slot if self.root else os.getuid()
+
+    @property
+    def scratch(self) -> str:
+        """Where the child's private tmpfs goes: /tmp, unless the interpreter lives under it (a repo in /tmp)."""
+        for candidate in SCRATCH_CANDIDATES:
+            if os.path.isdir(candidate) and not any(k == candidate or _inside(k, candidate) for k in self.keep):
+                return candidate
+        return SCRATCH_CANDIDATES[-1]
 
 
 def fresh_uid_block(n: int) -> int:
@@ -167,7 +175,7 @@ def enter(plan: Plan, limits: Limits, files: list[tuple[str, bytes]], threads: i
     private = "namespaces" not in report and _libc.unshare(CLONE_NEWNS) == 0
     if private:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        private = _mount("tmpfs", SANDBOX_TMP, "tmpfs", MS_NOSUID | MS_NODEV,
+        private = _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV,
                          f"size={limits.disk_mb}m,mode={'1777' if plan.root else '0700'}")
         if plan.root and os.path.isdir("/dev/shm"):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
@@ -237,7 +245,7 @@ def _workdir(plan: Plan, files: list[tuple[str, bytes]], report: dict) -> str:
     import tempfile
 
     private = report.get("tmp") == "private tmpfs"
-    workdir = os.path.join(SANDBOX_TMP, WORKDIR_NAME) if private else tempfile.mkdtemp(prefix="ag-sandbox-")
+    workdir = os.path.join(plan.scratch, WORKDIR_NAME) if private else tempfile.mkdtemp(prefix="ag-sandbox-")
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     for rel, data in files:
         target = os.path.normpath(os.path.join(workdir, rel))
@@ -327,10 +335,10 @@ def _user_tasks(uid: int) -> int:
 
 def _environment(plan: Plan, workdir: str, threads: int) -> None:
     """The same variables as stock nbgrader's kernel sees, and nothing of the grader's."""
-    private_tmp = workdir.startswith(SANDBOX_TMP + "/" + WORKDIR_NAME)
+    private_tmp = workdir.startswith(plan.scratch + "/" + WORKDIR_NAME)
     env = {
         "PATH": os.pathsep.join([plan.venv_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": workdir, "TMPDIR": SANDBOX_TMP if private_tmp else workdir, "LANG": "C.UTF-8",
+        "HOME": workdir, "TMPDIR": plan.scratch if private_tmp else workdir, "LANG": "C.UTF-8",
         "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": os.path.join(workdir, ".config"),
         "NBGRADER_EXECUTION": "autograde", "ATTNLAB_GRADING": "1", "PYTHONHASHSEED": "0",
         "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
