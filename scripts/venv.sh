@@ -9,10 +9,14 @@ stamp="$VENV/.installed-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "== setting up $VENV (first use or pyproject.toml changed)" >&2
     [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+    log="$VENV/pip-install.log"
+    pip_install() {  # quiet unless it fails; the full log stays in $VENV/pip-install.log
+        "$VENV/bin/python" -m pip install -q "$@" >>"$log" 2>&1 || { tail -n 40 "$log" >&2; return 1; }
+    }
+    pip_install --upgrade pip
     # torch first, pinned, so nothing resolves a CUDA build.
-    "$VENV/bin/python" -m pip install -q "torch==2.13.0" >&2
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]" >&2
+    pip_install "torch==2.13.0"
+    pip_install -e "$ROOT[dev]"
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
     rm -f "$VENV"/.installed-*
     touch "$stamp"

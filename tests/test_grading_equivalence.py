@@ -9,6 +9,7 @@ leaves that whole notebook unscored.)
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,10 @@ import pytest
 from autograder import cli, collect, course, example_class, results
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
+# Stock nbgrader pays ~5 s per notebook: CI checks Chapter 1's example class;
+# ATTNLAB_EQUIVALENCE=all checks every chapter (about 8 minutes on 2 idle cores).
+EQUIVALENCE_CHAPTERS = ([c.assignment for c in course.chapters()] if os.environ.get("ATTNLAB_EQUIVALENCE") == "all"
+                        else ["ch1"])
 
 
 def engine_ready() -> bool:
@@ -36,7 +41,7 @@ def _clone(src: Path, dest: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
-@pytest.mark.parametrize("assignment", [c.assignment for c in course.chapters()])
+@pytest.mark.parametrize("assignment", EQUIVALENCE_CHAPTERS)
 def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: Path) -> None:
     chapter = course.chapters([assignment])[0]
     base = tmp_path / "base"
