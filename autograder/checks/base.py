@@ -20,6 +20,13 @@ def randn(gen: torch.Generator, *shape: int, dtype: torch.dtype, device: torch.d
     return (scale * torch.randn(*shape, generator=gen, dtype=torch.float64)).to(dtype=dtype, device=device)
 
 
+def qkv(gen: torch.Generator, H: int, K: int, I: int, J: int, *, dtype: torch.dtype,
+        device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded W^Q[H,K,J], W^K[H,K,J], W^V[H,I,J], scaled by 1/sqrt(J) so softmax is not saturated."""
+    WQ, WK = (randn(gen, H, K, J, dtype=dtype, device=device, scale=J ** -0.5) for _ in range(2))
+    return WQ, WK, randn(gen, H, I, J, dtype=dtype, device=device, scale=J ** -0.5)
+
+
 @dataclass(frozen=True)
 class FunctionCheck:
     """Call the student's function on seeded trials and compare with the reference."""

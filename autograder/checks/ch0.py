@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
 from solutions import ch0
 
 # (N, D, Dv): one memory slot, D = Dv and D != Dv (a scale by sqrt(Dv) or a sum of keys fails)
@@ -32,8 +32,7 @@ def column_attention_trials(gen: torch.Generator) -> list[tuple]:
         for dtype in DTYPES:
             for J, T, Hh, K, I in COLUMN_SIZES:
                 H = randn(gen, J, T, dtype=dtype, device=dev)
-                WQ, WK = (randn(gen, Hh, K, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
-                WV = randn(gen, Hh, I, J, dtype=dtype, device=dev, scale=J ** -0.5)
+                WQ, WK, WV = qkv(gen, Hh, K, I, J, dtype=dtype, device=dev)
                 trials.append((H, WQ, WK, WV))
     return trials
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
 from solutions import ch1
 
 # (T, J, H, K, I): T = 1, H = 1 and H > 1, J = H*I and J != H*I
@@ -13,9 +13,7 @@ SIZES = [(1, 4, 1, 3, 4), (5, 8, 2, 3, 4), (7, 12, 3, 5, 4), (16, 16, 4, 8, 4), 
 def _attention_args(gen: torch.Generator, T: int, J: int, H: int, K: int, I: int,
                     dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, ...]:
     M = randn(gen, T, J, dtype=dtype, device=device)
-    WQ, WK = (randn(gen, H, K, J, dtype=dtype, device=device, scale=J ** -0.5) for _ in range(2))
-    WV = randn(gen, H, I, J, dtype=dtype, device=device, scale=J ** -0.5)
-    return M, WQ, WK, WV
+    return (M, *qkv(gen, H, K, I, J, dtype=dtype, device=device))
 
 
 def self_attention_trials(gen: torch.Generator) -> list[tuple]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
 from solutions import ch2
 
 # (X, Y, J, H, K, I): a single pixel, X != Y (an x/y mix-up fails), H = 1 and H > 1, J != H*I
@@ -17,8 +17,7 @@ def spatial_self_attention_trials(gen: torch.Generator) -> list[tuple]:
         for dtype in DTYPES:
             for X, Y, J, H, K, I in SIZES:
                 h = randn(gen, X, Y, J, dtype=dtype, device=dev)
-                WQ, WK = (randn(gen, H, K, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
-                WV = randn(gen, H, I, J, dtype=dtype, device=dev, scale=J ** -0.5)
+                WQ, WK, WV = qkv(gen, H, K, I, J, dtype=dtype, device=dev)
                 trials.append((h, WQ, WK, WV))
     return trials
 
