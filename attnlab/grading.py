@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import secrets
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -97,6 +97,3 @@ def _one_line(exc: BaseException) -> str:
     last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     where = f" (line {last[0].lineno})" if last else ""
     return f"{type(exc).__name__}: {exc}{where}"[:500]
-
-
-Answer = Callable[..., Any] | str | int | float

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -134,10 +133,3 @@ def _last_error(result: dict) -> str:
 
 
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")
-
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """Replace `dst` by a copy of `src`."""
-    if dst.exists():
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst)
