@@ -7,29 +7,32 @@ A hidden test in a chapter notebook is one line, the same in every mode:
 `answer` is the student's function or value. What happens next depends on who runs the
 notebook:
 
-* the trusted grader (`autograder grade`) installs a `Channel` before the notebook runs:
+* the trusted grader installs a `Channel` before the notebook runs:
   the trial inputs arrive as plain data from the grader, the student's function is
-  called on them here, and only its outputs go back; the grader compares them with
-  `solutions/` in its own process and decides the score. Nothing in this process can
+  called on them here, and only its outputs go back; the grader compares them with the
+  reference solutions in its own process and decides the score. Nothing in this process can
   change that decision.
 * anywhere else (stock `nbgrader autograde`, an instructor running the source notebook,
-  nbval in CI) the checks are judged in this process by `autograder.judge`, on inputs
-  drawn from a fresh random seed, and a failure raises AssertionError with a sentence
-  that explains it.
+  nbval in CI) the line is handed to the course's *local judge*: whatever the installed
+  instructor package registers under the entry-point group `attnlab.local_judge`. It
+  judges in this process on inputs drawn from a fresh random seed and raises
+  AssertionError with a sentence that explains a failure. This kit names no grader:
+  without one installed (a student's machine), a hidden check says so and does nothing
+  else (the released notebooks contain no hidden checks anyway).
 """
 from __future__ import annotations
 
+import functools
 import os
-import secrets
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
-GRADING_ENV = "ATTNLAB_GRADING"  # set by the autograder in the notebook's process
-SEED_ENV = "ATTNLAB_SEED"  # fixes the local-mode seed (to reproduce a failure)
+GRADING_ENV = "ATTNLAB_GRADING"  # set by the grader in the notebook's process
+LOCAL_JUDGE_GROUP = "attnlab.local_judge"  # entry points: (name, answer) -> None, raising AssertionError
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Outcome:
 
 
 class Channel(Protocol):
-    """The grader's side of the notebook process, installed by the autograder worker."""
+    """The grader's side of the notebook process, installed by the grader before the notebook runs."""
 
     def trials(self, name: str) -> Sequence[tuple]:
         """Argument tuples for check `name` (plain data, already on their device)."""
@@ -84,13 +87,20 @@ def hidden_check(name: str, answer: object) -> None:
     if _channel is not None:
         _channel.submit(name, run_trials(answer, _channel.trials(name) if callable(answer) else ()))
         return
-    from autograder.judge import judge, make_trials  # instructor-only, local mode
+    judge = local_judge()
+    if judge is None:
+        print(f"hidden check {name}: not run here (it runs when your notebook is graded)")
+        return
+    judge(name, answer)
 
-    seed = int(os.environ.get(SEED_ENV) or secrets.randbits(31))
-    trials = make_trials(name, seed) if callable(answer) else []
-    verdict = judge(name, trials, run_trials(answer, trials))
-    if not verdict.passed:
-        raise AssertionError(f"{verdict.message} [check {name}, seed {seed}]")
+
+@functools.cache
+def local_judge() -> Callable[[str, object], None] | None:
+    """The course's local judge (entry-point group `attnlab.local_judge`), or None if none is installed."""
+    from importlib.metadata import entry_points
+
+    found = sorted(entry_points(group=LOCAL_JUDGE_GROUP), key=lambda ep: ep.name)
+    return found[0].load() if found else None
 
 
 def _one_line(exc: BaseException) -> str:

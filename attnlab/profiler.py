@@ -102,7 +102,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -114,8 +114,8 @@ __all__ = [
 ]
 
 aten = torch.ops.aten
-Cost = Union[int, float]
-Model = Union[str, Callable[[int], Cost]]
+Cost = int | float
+Model = str | Callable[[int], Cost]
 # A rule maps (args, kwargs, out, S) to (depth cost, work) of one op.
 Rule = Callable[[tuple, dict, Any, Callable[[int], Cost]], tuple[Cost, int]]
 META = torch.device("meta")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.tables import table
+from coursenb.chapters import CHAPTERS, ChapterError, select
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -40,9 +41,9 @@ def _print(*args: object) -> None:
 def cmd_release(args: argparse.Namespace) -> int:
     """Build the course directory from chapters/ and zip the student notebooks for the LMS."""
     course_dir = args.course
-    chosen = course.chapters(args.chapters)  # raises CourseError on an unknown chapter
+    chosen = select(args.chapters)  # raises ChapterError on an unknown chapter
     if not chosen:
-        raise CliError(f"no chapters found in {course.CHAPTERS}")
+        raise CliError(f"no chapters found in {CHAPTERS}")
     names = [c.assignment for c in chosen]
     course.init_course(course_dir, names)
     notebooks = course.release(course_dir, names)
@@ -76,7 +77,7 @@ def cmd_example_class(args: argparse.Namespace) -> int:
     """Write the bundled example class (a Canvas-style zip, or its files in a folder)."""
     from autograder import example_class
 
-    chapters = course.chapters(args.chapters)
+    chapters = select(args.chapters)
     release_dir = args.course / "release"
     have_release = all((release_dir / c.assignment / f"{c.notebook}.ipynb").exists() for c in chapters)
     subs = example_class.build(chapters, release_dir if have_release else None)
@@ -117,7 +118,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def _register_students(course_dir: Path, students: dict[str, str | None]) -> None:
     """Add the students to the gradebook (with their LMS user id, for the Canvas export)."""
-    from autograder.results import gradebook
+    from autograder.grades import gradebook
 
     with gradebook(course_dir) as gb:
         known = {s.id: s.lms_user_id for s in gb.students}
@@ -186,36 +187,24 @@ def describe_summary(summary: object) -> str:
 
 # ----------------------------------------------------------------------------- gradebook, export, feedback, report
 
-def _load_graded(course_dir: Path):  # -> results.Class
-    from autograder import results
+def _load_graded(course_dir: Path):  # -> grades.Class
+    from autograder import grades
 
     _require_course(course_dir)
-    cls = results.load(course_dir)
-    results.require_graded(cls, course_dir)
+    cls = grades.load(course_dir)
+    grades.require_graded(cls, course_dir)
     return cls
 
 
 def cmd_gradebook(args: argparse.Namespace) -> int:
     """The gradebook: student x assignment totals."""
     cls = _load_graded(args.course)
-    assignments = list(dict.fromkeys(a for a, _, _ in cls.notebooks))
-    max_by = {a: sum(m for aa, _, m in cls.notebooks if aa == a) for a in assignments}
-    cell: dict[tuple[str, str], list] = {}
-    for t in cls.totals():
-        cell.setdefault((t.student, t.assignment), []).append(t)
+    assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     rows = []
     for student in sorted(cls.students):
-        row: list[object] = [student]
-        total = 0.0
-        for a in assignments:
-            ts = cell.get((student, a), [])
-            if all(t.status == "missing" for t in ts):
-                row.append("-")
-                continue
-            score = sum(t.score for t in ts)
-            total += score
-            row.append(f"{score:g}" + ("*" if any(t.status == "ungraded" for t in ts) else ""))
-        rows.append(row + [f"{total:g}"])
+        mine = [totals[student, a] for a in assignments]
+        cells = ["-" if t.status == "missing" else f"{t.score:g}" + ("*" if t.status == "ungraded" else "") for t in mine]
+        rows.append([student, *cells, f"{sum(t.score for t in mine):g}"])
     headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
                                       "* = some cells not scored)"))
@@ -257,10 +246,10 @@ def _parse_canvas_ids(pairs: Sequence[str] | None) -> dict[str, str]:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """One HTML feedback page per student and notebook, in course/feedback/."""
-    from autograder import feedback, results
+    from autograder import feedback, gradinglog
 
     cls = _load_graded(args.course)
-    written = feedback.generate(args.course, cls, results.grading_logs(args.course), args.student, args.assignment)
+    written = feedback.generate(args.course, cls, gradinglog.read_all(args.course), args.student, args.assignment)
     if not written:
         raise CliError("no graded notebook matches --student/--assignment")
     _print(f"wrote {len(written)} feedback page(s) under {args.course / 'feedback'}")
@@ -269,10 +258,10 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Summary table per chapter and plots in course/report/."""
-    from autograder import report, results
+    from autograder import gradinglog, report
 
     cls = _load_graded(args.course)
-    logs = results.grading_logs(args.course)
+    logs = gradinglog.read_all(args.course)
     _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions)"))
     counts = report.failed_checks(logs)
     if counts:
@@ -347,7 +336,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the exit status."""
     from autograder.collect import CollectError
-    from autograder.results import ResultsError
+    from autograder.config import ConfigError
+    from autograder.grades import ResultsError
+    from autograder.gradinglog import LogError
 
     try:
         args = parser().parse_args(argv)
@@ -356,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.course = Path(args.course)
     try:
         return args.fn(args)
-    except (CliError, course.CourseError, CollectError, ResultsError) as exc:
+    except (CliError, course.CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
         first, _, details = str(exc).partition("\n")
         print(f"autograder {args.command}: error: {first}", file=sys.stderr)
         if details.strip():

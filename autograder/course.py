@@ -1,58 +1,30 @@
 """The nbgrader course directory: configuration, source notebooks, release.
 
-A chapter notebook `chapters/chN_name.ipynb` is assignment `chN` holding one notebook
-`chN_name`. The release strips worked solutions (cells tagged `solution-text`) before
-nbgrader replaces solution regions with stubs and removes hidden tests.
+A chapter (`coursenb.chapters`, text source `chapters/chN_name.py`) is assignment `chN`
+holding one notebook `chN_name`. The course's source notebook is the chapter without its
+worked solutions (`coursenb.cells.without_worked_solutions`); nbgrader's release then
+replaces solution regions with stubs and removes hidden tests.
 """
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = ROOT / "chapters"
-SOLUTION_TEXT_TAG = "solution-text"
+from autograder import config
+from coursenb import cells, chapters
+
+ROOT = chapters.ROOT
 COURSE_ID = "attention-book"
 # nbgrader scores a test cell 0 on ANY stderr; library warnings must not cost points.
 IGNORED_STDERR = r"(Warning|warn\()"
 
 
 class CourseError(RuntimeError):
-    """A clear, user-facing problem with the course directory or a chapter."""
-
-
-@dataclass(frozen=True)
-class Chapter:
-    """One chapter notebook: assignment id `chN`, notebook id `chN_name`."""
-
-    path: Path
-
-    @property
-    def assignment(self) -> str:
-        return self.path.stem.split("_", 1)[0]
-
-    @property
-    def notebook(self) -> str:
-        return self.path.stem
-
-
-def chapters(names: Iterable[str] | None = None) -> list[Chapter]:
-    """The chapters in book order, optionally only those whose assignment id is in `names`."""
-    found = sorted((Chapter(p) for p in CHAPTERS.glob("ch*_*.ipynb")), key=lambda c: int(c.assignment[2:]))
-    if names is None:
-        return found
-    wanted = set(names)
-    unknown = wanted - {c.assignment for c in found}
-    if unknown:
-        raise CourseError(f"no chapter named {', '.join(sorted(unknown))}; "
-                          f"chapters are {', '.join(c.assignment for c in found)}")
-    return [c for c in found if c.assignment in wanted]
+    """A clear, user-facing problem with the course directory."""
 
 
 def config_text(course_dir: Path, db_url: str | None = None, timeout: int = 120) -> str:
@@ -64,29 +36,28 @@ def config_text(course_dir: Path, db_url: str | None = None, timeout: int = 120)
         f"c.CourseDirectory.root = {str(course_dir)!r}",
         f"c.CourseDirectory.db_url = {db!r}",
         f"c.ExecutePreprocessor.timeout = {timeout}",
-        "c.Execute.timeout = %d" % timeout,
+        f"c.Execute.timeout = {timeout}",
         "c.IgnorePattern.enabled = True",
         f"c.IgnorePattern.pattern = {IGNORED_STDERR!r}",
-        "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}",
+        f"c.ClearSolutions.code_stub = {{'python': {cells.CODE_STUB!r}}}",
         "",
     ])
 
 
-def strip_solution_text(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without its worked-solution cells (tag `solution-text`)."""
-    nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if SOLUTION_TEXT_TAG not in c.metadata.get("tags", [])]
-    return nb
+def source_notebook(chapter: chapters.Chapter) -> nbformat.NotebookNode:
+    """The course's source notebook of `chapter`: the chapter without its worked solutions."""
+    return cells.without_worked_solutions(chapter.read())
 
 
-def init_course(course_dir: Path, names: Iterable[str] | None = None, db_url: str | None = None) -> list[Chapter]:
+def init_course(course_dir: Path, names: Iterable[str] | None = None,
+                db_url: str | None = None) -> list[chapters.Chapter]:
     """Write nbgrader_config.py and source/<chN>/<notebook>.ipynb for the chosen chapters."""
     course_dir = Path(course_dir).resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
     (course_dir / "nbgrader_config.py").write_text(config_text(course_dir, db_url))
-    chosen = chapters(names)
+    chosen = chapters.select(names)
     for ch in chosen:
-        nb = strip_solution_text(nbformat.read(ch.path, as_version=4))
+        nb = source_notebook(ch)
         dest = course_dir / "source" / ch.assignment / f"{ch.notebook}.ipynb"
         dest.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(dest))
@@ -97,13 +68,10 @@ def nbgrader_api(course_dir: Path):  # -> nbgrader.apps.NbGraderAPI
     """An NbGraderAPI on the course directory's own configuration."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
-    from traitlets.config.loader import PyFileConfigLoader
 
     _venv_bin_on_path()
-    course_dir = Path(course_dir).resolve()
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
     merged = Config()
-    merged.merge(config)
+    merged.merge(config.traitlets(course_dir))
     return NbGraderAPI(config=merged)
 
 
@@ -119,7 +87,7 @@ def release(course_dir: Path, names: Iterable[str] | None = None) -> list[Path]:
     course_dir = Path(course_dir).resolve()
     api = nbgrader_api(course_dir)
     out = []
-    for ch in chapters(names):
+    for ch in chapters.select(names):
         result = api.generate_assignment(ch.assignment, force=True, create=True)
         if not result["success"]:
             raise CourseError(f"nbgrader could not release {ch.assignment}: {_last_error(result)}\n{result.get('log', '')[-3000:]}")
@@ -131,5 +99,3 @@ def _last_error(result: dict) -> str:
     text = (result.get("error") or result.get("log") or "").strip().splitlines()
     return text[-1] if text else "unknown error"
 
-
-GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")

@@ -2,7 +2,7 @@
 
 Built deterministically (same bytes on every run) from each chapter's source notebook
 (the correct answers), its release (the empty stubs) and the wrong implementations in
-`tests/corpus` (partly correct work). The class exercises `collect` and `grade` the way
+`solutions/mistakes` (partly correct work). The class exercises `collect` and `grade` the way
 a real one would: correct, partly correct, empty and half-finished work, a late
 re-submission whose earlier file must be dropped, a syntax error, a function that
 crashes, a notebook that kills its own kernel, a truncated file, a misnamed file and a
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-import re
-import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -23,9 +21,10 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
+from coursenb import cells
+from coursenb.chapters import Chapter, select
 
 DEADLINE = dt.datetime(2025, 1, 31, 23, 0, 0)
-SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,8 @@ class Profile:
     student: str
     kind: str
     honest: bool
-    make: Callable[["Materials"], nbformat.NotebookNode | bytes | None]
-    filename: Callable[[course.Chapter], str] = lambda ch: f"{ch.notebook}.ipynb"
+    make: Callable[[Materials], nbformat.NotebookNode | bytes | None]
+    filename: Callable[[Chapter], str] = lambda ch: f"{ch.notebook}.ipynb"
     late: bool = False
 
 
@@ -66,15 +65,15 @@ class Profile:
 class Materials:
     """What a chapter offers to build submissions from."""
 
-    chapter: course.Chapter
+    chapter: Chapter
     source: nbformat.NotebookNode  # instructor's notebook (solution text already stripped)
     release: nbformat.NotebookNode  # the student's stub notebook
-    wrong: list  # tests.corpus.Wrong entries (may be empty)
+    wrong: list  # solutions.mistakes.Wrong entries (may be empty)
 
     def correct(self, only: set[str] | None = None) -> nbformat.NotebookNode:
         """The release with every solution cell (or those in `only`) filled in from the source."""
-        answers = {c.metadata.nbgrader["grade_id"]: SOLUTION_MARKER.sub("", c.source)
-                   for c in self.source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+        answers = {cells.grade_id(c): cells.without_solution_markers(c.source)
+                   for c in self.source.cells if cells.is_solution(c)}
         nb = nbformat.from_dict(self.release)
         for cell in nb.cells:
             gid = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -91,7 +90,8 @@ class Materials:
         """The correct notebook with the corpus's wrong implementations `indices` (distinct cells)."""
         if not self.wrong:
             return None
-        apply = _corpus().apply
+        from solutions.mistakes import apply
+
         nb, used = self.correct(), set()
         for i in indices:
             candidates = [w for w in self.wrong[i % len(self.wrong):] + self.wrong if w.cell not in used]
@@ -132,7 +132,7 @@ class Materials:
 PROFILES: list[Profile] = [
     Profile("ada", "correct", True, lambda m: m.correct()),
     Profile("grace", "correct, late; re-uploaded (earlier upload had a mistake)", True, lambda m: m.correct(), late=True),
-    Profile("alan", "one mistake (from tests/corpus)", True, lambda m: m.with_wrong(0)),
+    Profile("alan", "one mistake (from solutions/mistakes)", True, lambda m: m.with_wrong(0)),
     Profile("barbara", "two mistakes in different cells", True, lambda m: m.with_wrong(1, 2)),
     Profile("edsger", "empty: the release, untouched", True, lambda m: m.release),
     Profile("donald", "half done: first half of the cells answered", True, lambda m: m.half_done()),
@@ -150,7 +150,7 @@ PROFILES: list[Profile] = [
 ]
 
 
-def materials(chapters: list[course.Chapter], release_dir: Path | None = None) -> list[Materials]:
+def materials(chapters: list[Chapter], release_dir: Path | None = None) -> list[Materials]:
     """Source, release and wrong implementations of each chapter (a temporary release if none is given)."""
     if release_dir is None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -159,32 +159,24 @@ def materials(chapters: list[course.Chapter], release_dir: Path | None = None) -
             return materials(chapters, Path(tmp) / "release")
     out = []
     for ch in chapters:
-        source = course.strip_solution_text(nbformat.read(ch.path, as_version=4))
+        source = course.source_notebook(ch)
         release = nbformat.read(Path(release_dir) / ch.assignment / f"{ch.notebook}.ipynb", as_version=4)
         out.append(Materials(ch, source, release, _wrong(ch.assignment)))
     return out
 
 
-def _corpus():  # -> the tests.corpus module of the repository checkout
-    """tests.corpus from the repository checkout (it is not part of the installed package)."""
-    root = str(course.ROOT)
-    if root not in sys.path:
-        sys.path.append(root)
-    import tests.corpus
-
-    return tests.corpus
-
-
 def _wrong(assignment: str) -> list:
+    from solutions.mistakes import wrong_for
+
     try:
-        return list(_corpus().wrong_for(assignment))
-    except ImportError:  # no corpus for this chapter (or no tests/ checkout): no partly-correct students
+        return list(wrong_for(assignment))
+    except ImportError:  # no wrong implementations for this chapter: no partly-correct students
         return []
 
 
-def build(chapters: list[course.Chapter] | None = None, release_dir: Path | None = None) -> list[Submission]:
+def build(chapters: list[Chapter] | None = None, release_dir: Path | None = None) -> list[Submission]:
     """Every file of the example class, in a fixed order."""
-    chapters = chapters if chapters is not None else course.chapters()
+    chapters = chapters if chapters is not None else select()
     out = []
     for k, m in enumerate(materials(chapters, release_dir)):
         for s, profile in enumerate(PROFILES):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.results import Class
+from autograder.grades import Class
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -40,21 +40,13 @@ def write_cells(cls: Class, path: Path) -> int:
 def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = None) -> int:
     """Canvas gradebook import: one row per student, one column per assignment (blank = missing)."""
     canvas_ids = canvas_ids or {}
-    assignments = list(dict.fromkeys(a for a, _, _ in cls.notebooks))
-    max_by_assignment = {a: sum(m for aa, _, m in cls.notebooks if aa == a) for a in assignments}
+    assignments, max_by_assignment, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     header = CANVAS_STUDENT_COLUMNS + [f"{a} ({canvas_ids[a]})" if a in canvas_ids else a for a in assignments]
     rows = [["    Points Possible", "", "", "", ""] + [_num(max_by_assignment[a]) for a in assignments]]
-    totals: dict[tuple[str, str], list] = {}
-    for t in cls.totals():
-        totals.setdefault((t.student, t.assignment), []).append(t)
     for student in sorted(cls.students):
         info = cls.students[student]
         name = ", ".join(x for x in (info.get("last_name"), info.get("first_name")) if x) or student
-        scores = []
-        for a in assignments:
-            ts = totals.get((student, a), [])
-            submitted = [t for t in ts if t.status != "missing"]
-            scores.append(_num(sum(t.score for t in submitted)) if submitted else "")
+        scores = ["" if totals[student, a].status == "missing" else _num(totals[student, a].score) for a in assignments]
         rows.append([name, info.get("lms_user_id") or "", "", "", ""] + scores)
     return _write(path, header, rows) - 1
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.results import Class, NotebookLog
+from autograder.grades import Class
+from autograder.gradinglog import NotebookLog
+from coursenb.cells import drop_hidden_lines, strip_hidden_tests
 
-HIDDEN_REGION = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
 CHECK_SUFFIX = re.compile(r"\s*\[check [\w.]+(?:, seed \d+)?\]")
 
 
@@ -27,25 +28,9 @@ def hidden_check_names() -> list[str]:
     return sorted(CHECKS, key=len, reverse=True)
 
 
-def drop_hidden_lines(text: str) -> str:
-    """`text` without the lines from BEGIN HIDDEN TESTS to END HIDDEN TESTS (or to the end of
-    `text`: a traceback shows a few lines of context after BEGIN, without the END), and
-    without any line that mentions hidden_check."""
-    kept, hiding = [], False
-    for line in text.splitlines(keepends=True):
-        if "BEGIN HIDDEN TESTS" in line:
-            hiding = True
-        elif "END HIDDEN TESTS" in line:
-            hiding = False
-        elif not hiding and "hidden_check" not in line:
-            kept.append(line)
-    return "".join(kept)
-
-
 def scrub(text: str, names: list[str]) -> str:
     """`text` without hidden-test regions, `[check ...]` suffixes or hidden check names."""
-    text = HIDDEN_REGION.sub("", text)
-    text = drop_hidden_lines(text)
+    text = drop_hidden_lines(strip_hidden_tests(text))
     text = CHECK_SUFFIX.sub("", text)
     for name in names:
         if name in text:
@@ -75,7 +60,7 @@ def scrub_notebook(nb: nbformat.NotebookNode, names: list[str]) -> nbformat.Note
 def annotate(nb: nbformat.NotebookNode, student: str, scores: dict[str, tuple[float | None, float]],
              log: NotebookLog | None, names: list[str]) -> nbformat.NotebookNode:
     """`nb` with a score table on top and each graded cell's score and reason under it."""
-    reasons = {gid: scrub(c.reason, names) for gid, c in (log.cells.items() if log else [])}
+    reasons = {c.grade_id: scrub(c.reason, names) for c in (log.cells if log else ())}
     total = sum(s or 0.0 for s, _ in scores.values())
     max_total = sum(m for _, m in scores.values())
     rows = [f"| `{gid}` | {_fmt(s)} / {_fmt(m)} | {_esc(reasons.get(gid, ''))} |" for gid, (s, m) in scores.items()]

@@ -6,15 +6,19 @@ before any of their methods are trusted, and every comparison uses this process'
 """
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from attnlab.grading import Outcome
+from attnlab.grading import Outcome, run_trials
 from attnlab.wire import Received
 from autograder.checks import CHECKS, AnswerCheck, FunctionCheck
 from autograder.checks.base import ValueCheck
+
+SEED_ENV = "ATTNLAB_SEED"  # fixes the local judge's seed (to reproduce a failure)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,16 @@ def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Ve
         if problem:
             return Verdict(False, f"{problem} {where}")
     return Verdict(True, f"all {len(trials)} trials match the reference")
+
+
+def local_check(name: str, answer: object) -> None:
+    """The local judge (entry point `attnlab.local_judge`): check `answer` in this process on a fresh
+    seed; AssertionError with the reason if it fails. Used by nbval, stock nbgrader, an instructor's Jupyter."""
+    seed = int(os.environ.get(SEED_ENV) or secrets.randbits(31))
+    trials = make_trials(name, seed) if callable(answer) else []
+    verdict = judge(name, trials, run_trials(answer, trials))
+    if not verdict.passed:
+        raise AssertionError(f"{verdict.message} [check {name}, seed {seed}]")
 
 
 def _lookup(name: str) -> FunctionCheck | AnswerCheck | ValueCheck:

@@ -4,21 +4,27 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from autograder.results import Class, NotebookLog, summary_stats
+from autograder.grades import Class, summary_stats
+from autograder.gradinglog import NotebookLog
 
 
 def chapter_summary(cls: Class) -> list[list[object]]:
     """Rows: assignment, max, students, mean, median, full marks, zero (graded submissions only)."""
     rows = []
-    for assignment in dict.fromkeys(a for a, _, _ in cls.notebooks):
-        max_score = sum(m for a, _, m in cls.notebooks if a == assignment)
-        per_student: dict[str, float] = {}
-        for t in cls.totals():
-            if t.assignment == assignment and t.status != "missing":
-                per_student[t.student] = per_student.get(t.student, 0.0) + t.score
-        s = summary_stats(list(per_student.values()), max_score)
-        rows.append([assignment, max_score, s["students"], s["mean"], s["median"], s["full"], s["zero"]])
+    max_by = cls.assignment_max()
+    for assignment, scores in _submitted_totals(cls).items():
+        s = summary_stats(scores, max_by[assignment])
+        rows.append([assignment, max_by[assignment], s["students"], s["mean"], s["median"], s["full"], s["zero"]])
     return rows
+
+
+def _submitted_totals(cls: Class) -> dict[str, list[float]]:
+    """assignment -> the totals of the students who submitted it."""
+    out: dict[str, list[float]] = {a: [] for a in cls.assignments()}
+    for t in cls.assignment_totals().values():
+        if t.status != "missing":
+            out[t.assignment].append(t.score)
+    return out
 
 
 SUMMARY_HEADERS = ["chapter", "max", "students", "mean", "median", "full marks", "zero"]
@@ -28,7 +34,7 @@ def failed_checks(logs: list[NotebookLog]) -> Counter:
     """How many submissions failed each hidden check."""
     counts: Counter = Counter()
     for log in logs:
-        for cell in log.cells.values():
+        for cell in log.cells:
             counts.update(set(cell.failed_checks))
     return counts
 
@@ -86,16 +92,11 @@ def plot_totals(cls: Class, out_dir: Path) -> Path:
     """Distribution of each chapter's total, in percent of its maximum."""
     import matplotlib.pyplot as plt
 
-    assignments = list(dict.fromkeys(a for a, _, _ in cls.notebooks))
     data, labels = [], []
-    for a in assignments:
-        max_score = sum(m for aa, _, m in cls.notebooks if aa == a)
-        per: dict[str, float] = {}
-        for t in cls.totals():
-            if t.assignment == a and t.status != "missing":
-                per[t.student] = per.get(t.student, 0.0) + t.score
-        if per and max_score:
-            data.append([100 * v / max_score for v in per.values()])
+    max_by = cls.assignment_max()
+    for a, scores in _submitted_totals(cls).items():
+        if scores and max_by[a]:
+            data.append([100 * v / max_by[a] for v in scores])
             labels.append(a)
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(labels) + 2), 4))
     if data:

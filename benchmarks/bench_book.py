@@ -1,4 +1,4 @@
-"""Build speed of the book (autograder/book.py), printed as figures.
+"""Build speed of the book (the `publish` package), printed as figures.
 
     .venv/bin/python benchmarks/bench_book.py            # full executed build, then a cached rebuild
     .venv/bin/python benchmarks/bench_book.py --cached   # only the cached rebuild
@@ -8,7 +8,7 @@
 2. Cached rebuild: nothing changed, so no chapter runs and Sphinx is incremental.
    Target: <= 30 s.
 3. Both editions from that execution (the student edition refreshed, nothing executed), then
-   a cached rebuild of both (what `python -m autograder.book` costs when nothing changed).
+   a cached rebuild of both (what `attnbook` costs when nothing changed).
 
 The machine's load average is printed with the figures: wall-clock times on a shared
 machine are upper bounds.
@@ -25,17 +25,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder import book  # noqa: E402
+import publish  # noqa: E402
+from publish import contents, layout  # noqa: E402
 
 TARGET_FULL_S = 360.0
 TARGET_CACHED_S = 30.0
 
 
 def timed_build(editions: tuple[str, ...], force: bool, jobs: int) -> tuple[float, dict[str, float]]:
-    """Wall seconds of one `book.build`, and its phase timings."""
+    """Wall seconds of one `publish.build`, and its phase timings."""
     phases: dict[str, float] = {}
     start = time.perf_counter()
-    book.build(editions, jobs=jobs, force=force, log=lambda *_: None, timings=phases)
+    publish.build(editions, jobs=jobs, force=force, log=lambda *_: None, timings=phases)
     return time.perf_counter() - start, phases
 
 
@@ -54,24 +55,24 @@ def main() -> int:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # the target is for 2 cores
     print(f"cores: {len(os.sched_getaffinity(0))}, load average at start: "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"chapters: {', '.join(Path(d).name for d in book.notebook_docs())}")
+    print(f"chapters: {', '.join(Path(d).name for d in contents.notebook_docs())}")
     lines = []
     if not args.cached:
-        edition = book.Edition("solutions")
+        edition = layout.Edition("solutions")
         shutil.rmtree(edition.out, ignore_errors=True)
         shutil.rmtree(edition.stage, ignore_errors=True)
         seconds, phases = timed_build(("solutions",), force=True, jobs=args.jobs)
         lines.append(row("full build, solutions edition (executed)", seconds, phases, TARGET_FULL_S))
-        timings = json.loads((book.CACHE / "timings.json").read_text())
+        timings = json.loads((layout.CACHE / "timings.json").read_text())
         for stem in sorted(timings):
             lines.append(f"    {stem:<40} {timings[stem]:7.1f} s executing")
         print(*lines, sep="\n", flush=True)
         lines = []
     seconds, phases = timed_build(("solutions",), force=False, jobs=args.jobs)
     lines.append(row("cached rebuild, solutions edition", seconds, phases, TARGET_CACHED_S))
-    seconds, phases = timed_build(book.EDITIONS, force=False, jobs=args.jobs)
+    seconds, phases = timed_build(layout.EDITIONS, force=False, jobs=args.jobs)
     lines.append(row("both editions (no execution; student refreshed)", seconds, phases, None))
-    seconds, phases = timed_build(book.EDITIONS, force=False, jobs=args.jobs)
+    seconds, phases = timed_build(layout.EDITIONS, force=False, jobs=args.jobs)
     lines.append(row("cached rebuild, both editions", seconds, phases, TARGET_CACHED_S))
     print(*lines, sep="\n")
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

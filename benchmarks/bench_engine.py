@@ -1,7 +1,7 @@
 """The grading engine against stock `nbgrader autograde` on the same Chapter 1 notebooks.
 
 N students (default 24) submit the source notebook, the untouched release, or one of the
-wrong implementations of tests/corpus (in turn). One course copy is graded by
+wrong implementations of solutions/mistakes (in turn). One course copy is graded by
 `autograder.engine.grade(workers=W)` in this process, another by stock nbgrader's
 `NbGraderAPI.autograde`, one student at a time. Prints wall time, throughput, the
 engine's per-notebook overhead (grading time minus the notebook's own cell time) and a
@@ -26,8 +26,9 @@ warnings.filterwarnings("ignore", message="Object of type")
 
 from autograder import course  # noqa: E402
 from autograder.engine import grade  # noqa: E402
+from coursenb.chapters import select  # noqa: E402
+from solutions.mistakes import apply, wrong_for  # noqa: E402
 from tests import nbgrader_support as nbs  # noqa: E402
-from tests.corpus import apply, wrong_for  # noqa: E402
 
 
 def main() -> None:
@@ -36,7 +37,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-stock", action="store_true")
     args = ap.parse_args()
-    chapter = course.chapters(["ch1"])[0]
+    chapter = select(["ch1"])[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
     base = nbs.make_course(tmp / "base", ["ch1"])
     src = nbs.source_nb(chapter, base)

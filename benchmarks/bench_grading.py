@@ -33,10 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import cli, course, example_class, results  # noqa: E402
+from autograder import cli, course, example_class, grades, gradinglog  # noqa: E402
+from coursenb.chapters import Chapter, select  # noqa: E402
 
 
-def class_zip(course_dir: Path, chapters: list[course.Chapter], copies: int, dest: Path) -> Path:
+def class_zip(course_dir: Path, chapters: list[Chapter], copies: int, dest: Path) -> Path:
     """The example class, `copies` times over (students ada, ada2, ada3, ...)."""
     base = example_class.build(chapters, course_dir / "release")
     subs = [dataclasses.replace(s, student=s.student + (str(c + 1) if c else ""), user_id=s.user_id + 1000 * c,
@@ -95,8 +96,8 @@ def run_stock(course_dir: Path, subs: list[tuple[str, str]]) -> tuple[float, lis
 def agreement(ours: Path, stock: Path, honest: set[str]) -> tuple[int, int, list[str]]:
     """Graded cells of honest students that stock nbgrader scored, scored alike by both:
     (agree, compared, disagreements)."""
-    a = {(c.student, c.assignment, c.grade_id): c.score for c in results.load(ours).cells}
-    b = {(c.student, c.assignment, c.grade_id): c.score for c in results.load(stock).cells}
+    a = {(c.student, c.assignment, c.grade_id): c.score for c in grades.load(ours).cells}
+    b = {(c.student, c.assignment, c.grade_id): c.score for c in grades.load(stock).cells}
     keys = [k for k in a if k in b and b[k] is not None and k[0].rstrip("0123456789") in honest]
     differ = [f"{k}: ours {a[k]} stock {b[k]}" for k in keys if a[k] != b[k]]
     return len(keys) - len(differ), len(keys), differ
@@ -111,7 +112,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the graded courses in this folder")
     args = ap.parse_args()
     os.environ.setdefault("MPLBACKEND", "Agg")
-    chapters = course.chapters(args.chapters)
+    chapters = select(args.chapters)
     tmp = Path(args.keep or tempfile.mkdtemp(prefix="bench_grading_"))
     tmp.mkdir(parents=True, exist_ok=True)
     base = tmp / "base"
@@ -135,7 +136,7 @@ def main() -> None:
           f"{n_nb} notebooks; {os.cpu_count()} CPUs; torch {torch.__version__}; python {sys.version.split()[0]}")
 
     wall_ours, worker_start = run_ours(ours, args.workers)
-    logs = results.grading_logs(ours)
+    logs = gradinglog.read_all(ours)
     wall_stock, per_stock, failed = run_stock(stock, subs)
 
     tput_ours, tput_stock = n_nb / wall_ours, n_nb / wall_stock

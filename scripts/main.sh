@@ -10,7 +10,7 @@ source scripts/venv.sh
 export MPLBACKEND=Agg PYTHONHASHSEED=0 OMP_WAIT_POLICY=PASSIVE
 start=$SECONDS
 echo "== building the book: both editions, chapters executed once"
-"$PY" -m autograder.book "$@"
+attnbook "$@"
 test -f _build/student/html/index.html && test -f _build/solutions/html/index.html
 mkdir -p _build/html
 cat > _build/html/index.html <<'HTML'

@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${ATTNLAB_VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
-stamp="$VENV/.installed-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/attnlab/pyproject.toml" | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "== setting up $VENV (first use or pyproject.toml changed)" >&2
     [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
@@ -16,6 +16,7 @@ if [ ! -f "$stamp" ]; then
     pip_install --upgrade pip
     # torch first, pinned, so nothing resolves a CUDA build.
     pip_install "torch==2.13.0"
+    pip_install -e "$ROOT/attnlab"  # the student kit, its own distribution
     pip_install -e "$ROOT[dev]"
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
     rm -f "$VENV"/.installed-*

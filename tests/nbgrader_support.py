@@ -6,6 +6,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
+from coursenb.chapters import Chapter
 
 
 def make_course(tmp: Path, names: list[str]) -> Path:
@@ -15,24 +16,24 @@ def make_course(tmp: Path, names: list[str]) -> Path:
     return tmp
 
 
-def source_nb(chapter: course.Chapter, course_dir: Path) -> nbformat.NotebookNode:
+def source_nb(chapter: Chapter, course_dir: Path) -> nbformat.NotebookNode:
     """The course's source notebook of `chapter` (solution text already stripped)."""
     return nbformat.read(course_dir / "source" / chapter.assignment / f"{chapter.notebook}.ipynb", as_version=4)
 
 
-def release_nb(chapter: course.Chapter, course_dir: Path) -> nbformat.NotebookNode:
+def release_nb(chapter: Chapter, course_dir: Path) -> nbformat.NotebookNode:
     """The student release notebook of `chapter`."""
     return nbformat.read(course_dir / "release" / chapter.assignment / f"{chapter.notebook}.ipynb", as_version=4)
 
 
-def submit(course_dir: Path, chapter: course.Chapter, student: str, nb: nbformat.NotebookNode) -> None:
+def submit(course_dir: Path, chapter: Chapter, student: str, nb: nbformat.NotebookNode) -> None:
     """Place `nb` as `student`'s submission of `chapter`."""
     dest = course_dir / "submitted" / student / chapter.assignment / f"{chapter.notebook}.ipynb"
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dest))
 
 
-def autograde_stock(course_dir: Path, chapter: course.Chapter, student: str) -> dict[str, float | None]:
+def autograde_stock(course_dir: Path, chapter: Chapter, student: str) -> dict[str, float | None]:
     """Stock `nbgrader autograde` of one submission -> {test grade_id: score}."""
     api = course.nbgrader_api(course_dir)
     result = api.autograde(chapter.assignment, student, force=True, create=True)
@@ -40,7 +41,7 @@ def autograde_stock(course_dir: Path, chapter: course.Chapter, student: str) -> 
     return scores(course_dir, chapter, student)
 
 
-def scores(course_dir: Path, chapter: course.Chapter, student: str) -> dict[str, float | None]:
+def scores(course_dir: Path, chapter: Chapter, student: str) -> dict[str, float | None]:
     """{grade_id: score} from the gradebook (None: needs a manual grade)."""
     from nbgrader.api import Gradebook
 

@@ -1,4 +1,4 @@
-"""The published book: two editions from one source (autograder/book.py).
+"""The published book: two editions from one source (the `publish` package).
 
 Fast tests check the table of contents, the edition configurations and the student
 notebook transform; the `slow` ones build both editions once per session (chapters
@@ -17,43 +17,48 @@ import pytest
 import snowballstemmer
 import yaml
 
-from autograder import book, course
+import publish
+from autograder import course
+from coursenb import cells
+from coursenb.chapters import Chapter, select
+from publish import audit, contents, execute, layout
+from publish.editions import edition_config, student_notebook, without_widgets
 
 FRONT = ["front/students", "front/instructors", "front/notation", "front/errata"]
 
 
 def _chapter_docs() -> list[str]:
-    return [c.path.relative_to(book.ROOT).with_suffix("").as_posix() for c in course.chapters()]
+    return [c.path.relative_to(layout.ROOT).with_suffix("").as_posix() for c in select()]
 
 
 # ---------------------------------------------------------------- fast: sources and configuration
 
 
 def test_front_matter_is_a_part_before_the_chapters() -> None:
-    toc = yaml.safe_load(book.TOC.read_text())
+    toc = yaml.safe_load(layout.TOC.read_text())
     captions = [part.get("caption") for part in toc["parts"]]
     assert captions[0] == "Using this book" and captions[-1] == "Chapters", captions
-    docs = book.toc_documents(book.published_toc(edition="student"))
+    docs = contents.toc_documents(contents.published_toc(edition="student"))
     assert docs[1:1 + len(FRONT)] == FRONT, docs
     for doc in FRONT:
-        assert book.source_of(doc) is not None, f"{doc}.md is missing"
+        assert contents.source_of(doc) is not None, f"{doc}.md is missing"
     first_chapter = min(docs.index(d) for d in docs if d.startswith("chapters/"))
     assert first_chapter > max(docs.index(d) for d in FRONT)
 
 
 def test_threat_model_is_in_the_solutions_edition_only() -> None:
-    solutions = book.toc_documents(book.published_toc(edition="solutions"))
+    solutions = contents.toc_documents(contents.published_toc(edition="solutions"))
     assert solutions[solutions.index("front/instructors") + 1] == "docs/security", solutions
-    assert "docs/security" not in book.toc_documents(book.published_toc(edition="student"))
+    assert "docs/security" not in contents.toc_documents(contents.published_toc(edition="student"))
 
 
 def test_every_chapter_is_published_in_order() -> None:
-    docs = [d for d in book.toc_documents() if d.startswith("chapters/")]
+    docs = [d for d in contents.toc_documents() if d.startswith("chapters/")]
     assert docs == _chapter_docs(), "every chapters/chN_*.ipynb must be in _toc.yml, in chapter order"
 
 
 def test_errata_page_lists_the_known_seed_typos() -> None:
-    text = (book.ROOT / "front" / "errata.md").read_text()
+    text = (layout.ROOT / "front" / "errata.md").read_text()
     for needle in ("ranger",                      # seed 000
                    "L_\\ell(t_2, J_2)",           # seed 002 P6: the last factor at t2
                    "L_\\ell[b, 2t + \\Delta t, i']",  # seed 002 P3: the batch index b
@@ -63,13 +68,13 @@ def test_errata_page_lists_the_known_seed_typos() -> None:
 
 
 def test_notation_page_translates_to_every_seed() -> None:
-    text = (book.ROOT / "front" / "notation.md").read_text()
+    text = (layout.ROOT / "front" / "notation.md").read_text()
     for seed in ("000", "001", "002", "003", "004"):
         assert re.search(rf"^### Seed {seed}\b.*\n(?:(?!###).*\n)*?\| book \| seed {seed} \|", text, re.M), seed
 
 
 def test_edition_configs() -> None:
-    student, solutions = book.edition_config("student"), book.edition_config("solutions")
+    student, solutions = edition_config("student"), edition_config("solutions")
     for cfg in (student, solutions):
         assert cfg["execute"]["execute_notebooks"] == "off"  # executed once, before staging
         assert cfg["only_build_toc_files"] is True
@@ -81,17 +86,17 @@ def test_edition_configs() -> None:
     assert "html_copy_source" not in solutions["sphinx"]["config"]
 
 
-@pytest.mark.parametrize("chapter", course.chapters(), ids=lambda c: c.assignment)
-def test_student_notebook_is_the_release_with_outputs_kept(chapter: course.Chapter) -> None:
-    source = nbformat.read(chapter.path, as_version=4)
+@pytest.mark.parametrize("chapter", select(), ids=lambda c: c.assignment)
+def test_student_notebook_is_the_release_with_outputs_kept(chapter: Chapter) -> None:
+    source = chapter.read()
     for k, cell in enumerate(source.cells):  # stand-in outputs, as an execution leaves them
         if cell.cell_type == "code":
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"output of cell {k}\n")]
-    student = book.student_notebook(source)
+    student = student_notebook(source)
     by_id = {c.id: c for c in student.cells}
     for cell in source.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if course.SOLUTION_TEXT_TAG in cell.metadata.get("tags", []):
+        if cells.is_worked_solution(cell):
             assert cell.id not in by_id, "worked solutions are dropped"
             continue
         twin = by_id[cell.id]
@@ -99,15 +104,15 @@ def test_student_notebook_is_the_release_with_outputs_kept(chapter: course.Chapt
             assert twin.outputs == cell.outputs, "outputs are kept"
         if meta.get("solution") and cell.cell_type == "code":
             stub = [line.strip() for line in twin.source.splitlines()]
-            assert all(line in stub for line in book.CODE_STUB.splitlines()), twin.source
+            assert all(line in stub for line in cells.CODE_STUB.splitlines()), twin.source
             assert "BEGIN SOLUTION" not in twin.source
         elif meta.get("grade"):
             assert "hidden_check(" not in twin.source and "BEGIN HIDDEN TESTS" not in twin.source
         else:
             assert twin.source == cell.source, "other cells are unchanged"
-    secrets = book.secrets(source)
+    secrets = audit.secrets(source)
     assert secrets, "a chapter with solutions has something to hide"
-    assert not [s for s in secrets if s in book._normalise(book._notebook_text(student))]
+    assert not [s for s in secrets if s in audit._normalise(audit._notebook_text(student))]
 
 
 def test_widgets_become_the_text_of_their_final_state() -> None:
@@ -121,7 +126,7 @@ def test_widgets_become_the_text_of_their_final_state() -> None:
         "a": {"model_name": "HTMLModel", "state": {"value": "training:\u2007100%"}},
         "b": {"model_name": "FloatProgressModel", "state": {"value": 9.0, "max": 9.0}},
         "c": {"model_name": "HTMLModel", "state": {"value": "\u20079/9\u2007[00:01&lt;00:00]"}}}}}
-    out = book.without_widgets(nb)
+    out = without_widgets(nb)
     assert "widgets" not in out.metadata
     assert out.cells[0].outputs[0].data == {"text/plain": "training: 100%|██████████| 9/9 [00:01<00:00]"}
     assert "widgets" in nb.metadata, "the input is not modified"
@@ -133,7 +138,7 @@ def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
     chosen = course.init_course(tmp_path)
     released = {p.stem: nbformat.read(p, as_version=4) for p in course.release(tmp_path)}
     for chapter in chosen:
-        ours = book.student_notebook(nbformat.read(chapter.path, as_version=4))
+        ours = student_notebook(chapter.read())
         theirs = released[chapter.notebook]
         assert [c.source for c in ours.cells] == [c.source for c in theirs.cells], chapter.notebook
 
@@ -144,33 +149,33 @@ def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
 @pytest.fixture(scope="session")
 def editions() -> dict[str, Path]:
     """Both editions, built once per test session (shared with tests/test_book_browser.py)."""
-    return book.build_once()
+    return publish.build_once()
 
 
 @pytest.fixture(scope="session")
 def texts(editions) -> dict[str, str]:
     """Every file of each edition's output folder and staged source, as normalised text."""
-    return {name: book.edition_text(book.Edition(name).out) + " " + book.edition_text(book.Edition(name).stage)
-            for name in book.EDITIONS}
+    return {name: audit.edition_text(layout.Edition(name).out) + " " + audit.edition_text(layout.Edition(name).stage)
+            for name in layout.EDITIONS}
 
 
 def _published_chapters() -> list[Path]:
     """The chapter notebooks the session's build published."""
-    return list(book.executed_copies())
+    return list(execute.executed_copies())
 
 
 @pytest.mark.slow
 def test_student_edition_has_no_solution_code_hidden_tests_or_worked_solutions(texts) -> None:
     assert _published_chapters()
-    for marker in book.FORBIDDEN:
+    for marker in audit.FORBIDDEN:
         assert marker not in texts["student"], f"{marker!r} in the student edition"
     assert "hidden_check(" in texts["solutions"], "control: the solutions edition shows the hidden tests"
-    pages = [p for d in book.toc_documents(book.published_toc(edition="student"))
-             if (p := book.source_of(d)).suffix != ".ipynb"]
-    executed = book.executed_copies()
-    public = book.public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
+    pages = [p for d in contents.toc_documents(contents.published_toc(edition="student"))
+             if (p := contents.source_of(d)).suffix != ".ipynb"]
+    executed = execute.executed_copies()
+    public = audit.public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
     for src in _published_chapters():
-        secrets = book.secrets(nbformat.read(src, as_version=4), public)
+        secrets = audit.secrets(nbformat.read(src, as_version=4), public)
         assert secrets, src.name
         unseen = [s for s in secrets if s not in texts["solutions"]]
         assert not unseen, f"control: {src.name}: not in the solutions edition, so the search is blind: {unseen[:5]}"
@@ -190,14 +195,14 @@ def test_search_index_has_no_solution_only_words(editions) -> None:
     stem = snowballstemmer.stemmer("porter").stemWord
     student_terms, solution_terms = _index_terms(editions["student"]), _index_terms(editions["solutions"])
     secret_words, kept_words = set(), set()
-    for path in [book.source_of(d) for d in book.toc_documents(book.published_toc(edition="student"))]:
+    for path in [contents.source_of(d) for d in contents.toc_documents(contents.published_toc(edition="student"))]:
         if path.suffix != ".ipynb":
             kept_words |= set(re.findall(r"\w+", path.read_text().lower()))
             continue
         source = nbformat.read(path, as_version=4)
-        executed = nbformat.read(book.executed_copies()[path], as_version=4)
-        kept_words |= set(re.findall(r"\w+", book._notebook_text(book.student_notebook(executed)).lower()))
-        secret_words |= set(re.findall(r"\w+", " ".join(book.secrets(source)).lower()))
+        executed = nbformat.read(execute.executed_copies()[path], as_version=4)
+        kept_words |= set(re.findall(r"\w+", audit._notebook_text(student_notebook(executed)).lower()))
+        secret_words |= set(re.findall(r"\w+", " ".join(audit.secrets(source)).lower()))
     only_secret = {stem(w) for w in secret_words - kept_words if len(w) > 3} - {stem(w) for w in kept_words}
     assert "hidden_check" in only_secret and "hidden_check" in solution_terms, "control"
     assert only_secret & solution_terms, "control: solution-only words are indexed in the solutions edition"
@@ -219,7 +224,7 @@ def test_student_edition_offers_no_notebook_or_source_download(editions) -> None
 @pytest.mark.slow
 def test_student_edition_shows_stubs_and_keeps_every_output(editions) -> None:
     for src in _published_chapters():
-        page = src.relative_to(book.ROOT).with_suffix(".html").as_posix()
+        page = src.relative_to(layout.ROOT).with_suffix(".html").as_posix()
         student = (editions["student"] / page).read_text()
         solutions = (editions["solutions"] / page).read_text()
         n_solution_cells = sum(1 for c in nbformat.read(src, as_version=4).cells
@@ -230,13 +235,13 @@ def test_student_edition_shows_stubs_and_keeps_every_output(editions) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("edition", book.EDITIONS)
+@pytest.mark.parametrize("edition", layout.EDITIONS)
 def test_every_figure_is_present(edition: str, editions) -> None:
     html = editions[edition]
     for src in _published_chapters():
-        executed = nbformat.read(book.executed_copies()[src], as_version=4)
+        executed = nbformat.read(execute.executed_copies()[src], as_version=4)
         plots = sum(1 for c in executed.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
-        page = html / src.relative_to(book.ROOT).with_suffix(".html")
+        page = html / src.relative_to(layout.ROOT).with_suffix(".html")
         images = re.findall(r"""<img\b[^>]*\ssrc=["']([^"']+)["']""", page.read_text())
         assert len(images) >= plots, f"{page.name}: {plots} plots executed, {len(images)} images on the page"
         for image in images:
@@ -244,10 +249,10 @@ def test_every_figure_is_present(edition: str, editions) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("edition", book.EDITIONS)
+@pytest.mark.parametrize("edition", layout.EDITIONS)
 def test_edition_works_offline(edition: str, editions) -> None:
     html = editions[edition]
-    assert not book.audit_offline(html)
+    assert not audit.audit_offline(html)
     pages = list(html.rglob("*.html"))
     with_math = [p for p in pages if 'class="math' in p.read_text()]
     assert with_math, "control: some page has math"

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import book
+import publish
+from publish import layout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,7 +37,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          "--window-size=1280,900", "--hide-scrollbars",
          # offline: every host but the local server is unreachable
          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
-SCREENSHOTS = book.ROOT / "artifacts" / "screenshots"
+SCREENSHOTS = layout.ROOT / "artifacts" / "screenshots"
 MAX_SCREENSHOT_HEIGHT = 16000
 NETWORK_SCHEMES = {"http", "https", "ws", "wss", "ftp"}  # not data:, blob:, chrome:// (the browser's own UI)
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -76,13 +77,13 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def editions() -> dict[str, Path]:
     """Both editions, built once per test session."""
-    return book.build_once()
+    return publish.build_once()
 
 
 @pytest.fixture(scope="session")
 def server(editions) -> Iterator[http.server.ThreadingHTTPServer]:
     """A local web server on 127.0.0.1 whose root is _build/ (`/student/html/...`)."""
-    handler = functools.partial(_Handler, directory=str(book.BUILD))
+    handler = functools.partial(_Handler, directory=str(layout.BUILD))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.requests = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -205,7 +206,7 @@ def _resolve(url: str, base: str, root: Path) -> tuple[Path, str] | None:
 
 def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path | None = None) -> dict[str, list[str]]:
     """Open each page of the edition in `html` (served under `origin`); the problems found, by page."""
-    base = origin + "/" + html.relative_to(book.BUILD).as_posix() + "/"
+    base = origin + "/" + html.relative_to(layout.BUILD).as_posix() + "/"
     problems: dict[str, list[str]] = {}
     ids: dict[Path, set[str]] = {}
     links: list[tuple[str, str]] = []
@@ -233,7 +234,7 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
         if found:
             problems[page] = found
     for page, url in links:
-        target = _resolve(url, origin + "/", book.BUILD)
+        target = _resolve(url, origin + "/", layout.BUILD)
         if target is None:
             continue  # another scheme or host: a plain link, nothing is loaded
         path, fragment = target
@@ -252,7 +253,7 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
 # ---------------------------------------------------------------- the tests
 
 
-@pytest.mark.parametrize("edition", book.EDITIONS)
+@pytest.mark.parametrize("edition", layout.EDITIONS)
 def test_every_page_renders_offline(edition: str, driver, editions, server) -> None:
     html = editions[edition]
     origin = f"http://127.0.0.1:{server.server_address[1]}"
@@ -281,7 +282,7 @@ DOCTORED = """
 def test_the_checks_catch_a_broken_page(driver, editions, server) -> None:
     """A copy of a math page with one planted fault of each kind: every fault is reported."""
     source = editions["student"]
-    html = book.BUILD / "browser-selftest" / "html"
+    html = layout.BUILD / "browser-selftest" / "html"
     shutil.rmtree(html.parent, ignore_errors=True)
     (html / "front").mkdir(parents=True)
     for name in ("_static", "_images"):
@@ -301,7 +302,7 @@ def test_the_checks_catch_a_broken_page(driver, editions, server) -> None:
         assert expected in found, f"{expected!r} not reported; the checks reported:\n{found}"
 
 
-@pytest.mark.parametrize("edition", book.EDITIONS)
+@pytest.mark.parametrize("edition", layout.EDITIONS)
 def test_search_finds_pages_from_the_built_files(edition: str, driver, editions, server) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -8,7 +8,6 @@ engine on two submissions when the engine is installed.
 from __future__ import annotations
 
 import csv
-import json
 import re
 import shutil
 import subprocess
@@ -19,12 +18,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, collect, course, example_class
+from autograder import cli, collect, course, example_class, gradinglog
 from autograder.checks import CHECKS
+from autograder.gradinglog import CellLog, NotebookLog
+from coursenb.chapters import select
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
 
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 NB = CHAPTER.notebook
 
 
@@ -153,7 +154,7 @@ def test_collect_lms_zip_with_junk_and_duplicates(capsys, released, tmp_path) ->
 
 
 def _students(course_dir: Path) -> list[tuple[str, str | None]]:
-    from autograder.results import gradebook
+    from autograder.grades import gradebook
 
     with gradebook(course_dir) as gb:
         return sorted((s.id, s.lms_user_id) for s in gb.students)
@@ -278,7 +279,7 @@ def test_example_class_students_are_what_they_claim(released) -> None:
     assert subs["edsger"].data == nbformat.writes(nbformat.read(released / "release" / "ch1" / f"{NB}.ipynb",
                                                                 as_version=4)).encode()
     assert subs["grace"].late and subs["grace"].canvas_name.startswith("grace_LATE_")
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):  # nbformat's NotJSONError
         nbformat.reads(subs["niklaus"].data.decode(), as_version=4)
 
 
@@ -291,7 +292,7 @@ SCORES = {  # student -> grade_ids lost (every other cell full marks)
 
 def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     """Scores in the gradebook, an autograded notebook and a grading_log.json, as the engine writes them."""
-    from autograder.results import gradebook
+    from autograder.grades import gradebook
 
     source = nbformat.read(course_dir / "source" / "ch1" / f"{NB}.ipynb", as_version=4)
     points = {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
@@ -316,11 +317,11 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     folder = course_dir / "autograded" / student / "ch1"
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(source, folder / f"{NB}.ipynb")
-    cells = [{"grade_id": gid, "score": 0.0 if gid in lost else pts, "max_score": pts, "passed": gid not in lost,
-              "reason": f"REASON-{gid}: hidden test ch1.self_attention failed" if gid in lost else "passed",
-              "failed_checks": [f"ch1.{gid[5:]}"] if gid in lost else []}
-             for gid, pts in points.items()]
-    (folder / "grading_log.json").write_text(json.dumps({"notebooks": {NB: {"cells": cells, "execution_time": 1.0}}}))
+    cells = tuple(CellLog(gid, 0.0 if gid in lost else pts, pts,
+                          f"REASON-{gid}: hidden test ch1.self_attention failed" if gid in lost else "passed",
+                          (f"ch1.{gid[5:]}",) if gid in lost else ())
+                  for gid, pts in points.items())
+    gradinglog.write(folder, NotebookLog(student, "ch1", NB, None, None, "2025-01-31T23:00:00Z", cells, execution_time=1.0))
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +330,7 @@ def graded(released, tmp_path_factory) -> Path:
     course_dir = fresh(released, tmp_path_factory.mktemp("graded"))
     for student, lost in SCORES.items():
         fake_grade(course_dir, student, lost)
-    with __import__("autograder.results", fromlist=["gradebook"]).gradebook(course_dir) as gb:
+    with __import__("autograder.grades", fromlist=["gradebook"]).gradebook(course_dir) as gb:
         gb.update_or_create_student("ken", lms_user_id="1012")  # collected, but nothing placed
     return course_dir
 

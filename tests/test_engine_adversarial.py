@@ -15,12 +15,13 @@ import pytest
 
 from autograder import course
 from autograder.engine import Limits, grade
+from coursenb.chapters import select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 from tests.adversarial import attacks_for, build
-from tests.corpus import apply, wrong_for
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 ATTACKS = attacks_for("ch1")
 NEEDS_ROOT = {"read_secrets_write_gradebook", "network", "import_solutions"}
 LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, memory_mb=1024, procs=64)

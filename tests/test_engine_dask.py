@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import course
 from autograder.engine import grade
+from coursenb.chapters import select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.corpus import apply, wrong_for
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
 distributed = pytest.importorskip("dask.distributed")
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 
 
 def test_grading_on_a_dask_cluster(tmp_path) -> None:

@@ -1,23 +1,23 @@
 """On honest submissions the engine's grades equal stock `nbgrader autograde`, cell by cell (Chapter 1):
-the source notebook, the untouched release, and every wrong implementation of tests/corpus."""
+the source notebook, the untouched release, and every wrong implementation of solutions/mistakes."""
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import course
 from autograder.engine import grade
+from coursenb.chapters import select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.corpus import apply, wrong_for
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 
 
 @pytest.fixture(scope="module")

@@ -10,21 +10,23 @@ import pytest
 
 from autograder import course
 from autograder.engine import notebook as nbmod
+from coursenb import cells
+from coursenb.chapters import select
 
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 
 
 @pytest.fixture(scope="module")
 def source() -> nbformat.NotebookNode:
-    return course.strip_solution_text(nbformat.read(CHAPTER.path, as_version=4))
+    return course.source_notebook(CHAPTER)
 
 
 def _cell(nb, gid):
-    return next(c for c in nb.cells if nbmod.grade_id(c) == gid)
+    return next(c for c in nb.cells if cells.grade_id(c) == gid)
 
 
 def _ids(nb):
-    return [nbmod.grade_id(c) for c in nb.cells if nbmod.grade_id(c)]
+    return [cells.grade_id(c) for c in nb.cells if cells.grade_id(c)]
 
 
 def test_source_restores_to_itself(source) -> None:
@@ -40,13 +42,13 @@ def test_edited_test_cell_comes_back_with_its_hidden_tests(source) -> None:
     r = nbmod.restore(sub, source)
     restored = _cell(r.nb, "test_transformer")
     assert restored.source == _cell(source, "test_transformer").source
-    assert nbmod.HIDDEN_BEGIN in restored.source and restored.metadata.nbgrader["points"] == 2
+    assert cells.HIDDEN_BEGIN in restored.source and restored.metadata.nbgrader["points"] == 2
     assert any("test_transformer" in n for n in r.notes)
 
 
 def test_deleted_test_cell_is_put_back_after_its_solution(source) -> None:
     sub = nbformat.from_dict(source)
-    sub.cells = [c for c in sub.cells if nbmod.grade_id(c) != "test_self_attention"]
+    sub.cells = [c for c in sub.cells if cells.grade_id(c) != "test_self_attention"]
     r = nbmod.restore(sub, source)
     ids = _ids(r.nb)
     assert ids.index("test_self_attention") == ids.index("self_attention") + 1
@@ -60,7 +62,7 @@ def test_retagged_and_retyped_test_cells_are_restored(source) -> None:
     t = _cell(sub, "test_transformer")
     sub.cells[sub.cells.index(t)] = nbformat.v4.new_markdown_cell("gone", metadata=t.metadata)
     r = nbmod.restore(sub, source)
-    assert nbmod.is_test(_cell(r.nb, "test_softmax_time")) and nbmod.is_test(_cell(r.nb, "test_transformer"))
+    assert cells.is_test(_cell(r.nb, "test_softmax_time")) and cells.is_test(_cell(r.nb, "test_transformer"))
 
 
 def test_unknown_and_duplicate_ids_become_ordinary_cells(source) -> None:
@@ -74,7 +76,7 @@ def test_unknown_and_duplicate_ids_become_ordinary_cells(source) -> None:
 
 
 def test_a_notebook_of_another_chapter_is_foreign(source) -> None:
-    other = nbformat.read(course.chapters(["ch0"])[0].path, as_version=4)
+    other = select(["ch0"])[0].read()
     assert nbmod.restore(other, source).foreign
 
 
@@ -102,5 +104,5 @@ def test_feedback_copy_has_no_hidden_tests_in_source_or_traceback(source) -> Non
 
 def test_hidden_names_and_strip() -> None:
     src = 'a = 1\n### BEGIN HIDDEN TESTS\nhidden_check("ch1.x", f)\nhidden_check(\'ch1.y\', 2)\n### END HIDDEN TESTS\nb = 2'
-    assert nbmod.hidden_names(src) == ["ch1.x", "ch1.y"]
-    assert nbmod.strip_hidden_tests(src) == "a = 1\nb = 2"
+    assert cells.hidden_check_names(src) == ["ch1.x", "ch1.y"]
+    assert cells.strip_hidden_tests(src) == "a = 1\nb = 2"

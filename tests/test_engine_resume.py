@@ -15,11 +15,12 @@ import pytest
 
 from autograder import course
 from autograder.engine import grade
+from coursenb.chapters import select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.corpus import apply, wrong_for
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
-CHAPTER = course.chapters(["ch1"])[0]
+CHAPTER = select(["ch1"])[0]
 STUDENTS = 8
 
 

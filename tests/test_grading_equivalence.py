@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, collect, course, example_class, results
+from autograder import cli, collect, course, example_class, grades
+from coursenb.chapters import select
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
 # Stock nbgrader pays ~5 s per notebook: CI checks Chapter 1's example class;
 # ATTNLAB_EQUIVALENCE=all checks every chapter (about 8 minutes on 2 idle cores).
-EQUIVALENCE_CHAPTERS = ([c.assignment for c in course.chapters()] if os.environ.get("ATTNLAB_EQUIVALENCE") == "all"
+EQUIVALENCE_CHAPTERS = ([c.assignment for c in select()] if os.environ.get("ATTNLAB_EQUIVALENCE") == "all"
                         else ["ch1"])
 
 
@@ -43,7 +44,7 @@ def _clone(src: Path, dest: Path) -> Path:
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 @pytest.mark.parametrize("assignment", EQUIVALENCE_CHAPTERS)
 def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: Path) -> None:
-    chapter = course.chapters([assignment])[0]
+    chapter = select([assignment])[0]
     base = tmp_path / "base"
     course.init_course(base, [assignment])
     course.release(base, [assignment])
@@ -61,10 +62,10 @@ def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: P
         result = api.autograde(assignment, student, force=True, create=True)
         assert result["success"], f"stock nbgrader failed on {student}: {result['log'][-2000:]}"
 
-    ours_scores = {(c.student, c.grade_id): c.score for c in results.load(ours).cells}
-    stock_scores = {(c.student, c.grade_id): c.score for c in results.load(stock).cells if c.student in honest}
+    ours_scores = {(c.student, c.grade_id): c.score for c in grades.load(ours).cells}
+    stock_scores = {(c.student, c.grade_id): c.score for c in grades.load(stock).cells if c.student in honest}
     assert stock_scores, "stock nbgrader graded nothing"
     differ = {k: (ours_scores.get(k), v) for k, v in stock_scores.items() if ours_scores.get(k) != v}
     assert not differ, f"(student, cell): (ours, stock) {differ}"
-    full = results.load(ours).cell_max[(assignment, chapter.notebook)]
+    full = grades.load(ours).cell_max[(assignment, chapter.notebook)]
     assert {gid: ours_scores.get(("ada", gid)) for gid in full} == full, "the correct student gets full marks"

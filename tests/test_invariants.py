@@ -1,7 +1,7 @@
 """The three grading invariants for EVERY chapter, through the trusted engine in one batch.
 
 (i) the source notebook submitted as is gets full marks; (ii) the untouched release gets
-zero, without a crash; (iii) every wrong implementation in tests/corpus loses exactly the
+zero, without a crash; (iii) every wrong implementation in solutions/mistakes loses exactly the
 points of the cells it names. (Stock `nbgrader autograde` checks the same on Chapter 1 in
 test_nbgrader_stock.py, and the engine's equality with it in test_engine_equivalence.py.)
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import course
 from autograder.engine import grade
+from coursenb.chapters import select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.corpus import apply, wrong_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
-CHAPTERS = course.chapters()
+CHAPTERS = select()
 
 
 @pytest.fixture(scope="module")

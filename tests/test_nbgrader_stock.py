@@ -6,7 +6,7 @@ same invariants in test_invariants.py with the trusted engine, whose grades equa
 nbgrader's cell by cell (test_engine_equivalence.py).
 
 (i) the source notebook submitted as is gets full marks; (ii) the untouched release gets
-zero, without a crash; (iii) every wrong implementation in tests/corpus loses exactly
+zero, without a crash; (iii) every wrong implementation in solutions/mistakes loses exactly
 the points of the cells it names, and every test cell is lost by at least one of them.
 """
 from __future__ import annotations
@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder import course
+from coursenb.chapters import Chapter, select
+from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.corpus import apply, wrong_for
 
-CHAPTERS = course.chapters()
+CHAPTERS = select()
 STOCK = ["ch1"]
 
 
 @pytest.fixture(scope="module", params=STOCK)
-def graded(request, tmp_path_factory) -> tuple[course.Chapter, Path, dict]:
+def graded(request, tmp_path_factory) -> tuple[Chapter, Path, dict]:
     """Release one chapter, submit source, release and every wrong variant, autograde all."""
-    chapter = course.chapters([request.param])[0]
+    chapter = select([request.param])[0]
     course_dir = nbs.make_course(tmp_path_factory.mktemp(chapter.assignment), [chapter.assignment])
     src = nbs.source_nb(chapter, course_dir)
     submissions = {"source": src, "release": nbs.release_nb(chapter, course_dir)}
@@ -61,9 +61,8 @@ def test_each_wrong_implementation_loses_exactly_its_cells(graded) -> None:
 
 def test_every_test_cell_has_a_wrong_implementation() -> None:
     for chapter in CHAPTERS:
-        import nbformat
 
-        points = nbs.max_points(nbformat.read(chapter.path, as_version=4))
+        points = nbs.max_points(chapter.read())
         lost_alone = {w.loses[0] for w in wrong_for(chapter.assignment) if len(w.loses) == 1}
         assert lost_alone == set(points), f"{chapter.assignment}: cells without a wrong implementation " \
                                           f"that loses only them: {set(points) - lost_alone}"

@@ -12,8 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab import profiler
-from attnlab.profiler import (DataDependentError, DepthMode, ParallelTime, UnknownOpError,
-                              depth_of, parallel_time)
+from attnlab.profiler import DataDependentError, DepthMode, ParallelTime, UnknownOpError, depth_of, parallel_time
 from solutions import ch1, ch2, ch6
 from solutions import depth as closed
 

@@ -6,7 +6,7 @@
 Each submitted notebook gets its locked and test cells back from the source notebook
 (`notebook`), runs in a sandboxed child forked from a warm worker (`worker`, `runner`,
 `sandbox`), sends only plain data back, and is judged here against `solutions/`
-(`scoring`). Scores go into nbgrader's gradebook, one commit per notebook (`results`);
+(`scoring`). Scores go into nbgrader's gradebook, one commit per notebook (`store`);
 `course_dir/autograded/<student>/<assignment>/` receives the executed notebook (hidden
 tests removed) and `grading_log.json`. See docs/security.md for the threat model.
 
@@ -66,15 +66,16 @@ def grade(course_dir: Path, *, assignment: str | None = None, student: str | Non
     (the gradebook is still written here). Raises EngineError for a course that cannot be
     graded (e.g. an assignment not released into the gradebook); never for a student's file.
     """
-    from autograder.engine import results
-    from autograder.engine.scheduler import Engine
     from nbgrader.api import Gradebook
+
+    from autograder.engine import store
+    from autograder.engine.scheduler import Engine
 
     started = time.perf_counter()
     engine = Engine(Path(course_dir), limits, seed, workers, scheduler)
-    subs = results.discover(engine.course_dir, assignment, student)
+    subs = store.discover(engine.course_dir, assignment, student)
     with Gradebook(engine.cfg.db_url, course_id=engine.cfg.course_id) as gb:
-        todo = [s for s in subs if force or not results.is_graded(gb, s)]
+        todo = [s for s in subs if force or not store.is_graded(gb, s)]
     graded, failed = engine.run(todo, progress) if todo else (0, 0)
     ran = [s for s in engine.stats if s["run"]]
     overhead = sum(s["seconds"] - s["cells"] for s in ran) / len(ran) if ran else None

@@ -33,7 +33,7 @@ class Limits:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Limits":
+    def from_dict(cls, d: dict) -> Limits:
         """Inverse of `to_dict`, ignoring unknown keys."""
         names = {f.name for f in fields(cls)}
         d = {k: v for k, v in d.items() if k in names}

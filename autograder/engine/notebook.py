@@ -19,9 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
-HIDDEN_END = "### END HIDDEN TESTS"
-CHECK_CALL = re.compile(r"""hidden_check\(\s*["']([\w.\-]+)["']""")
+from coursenb.cells import grade_id, has_hidden_tests, is_locked, is_solution, secret_lines, strip_hidden_tests
 
 
 class UnreadableNotebook(ValueError):
@@ -65,44 +63,6 @@ def read_submission(path: Path) -> NotebookNode:
     return nb
 
 
-def grade_id(cell: NotebookNode) -> str | None:
-    """The cell's nbgrader grade_id, if it has well-formed nbgrader metadata."""
-    meta = cell.get("metadata", {}).get("nbgrader")
-    if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
-        return meta["grade_id"]
-    return None
-
-
-def is_test(cell: NotebookNode) -> bool:
-    """An autograded test cell (graded, locked, not a solution)."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
-def is_locked(cell: NotebookNode) -> bool:
-    """A cell the student may not change (test cells, locked text)."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(meta.get("locked")) or (bool(meta.get("grade")) and not meta.get("solution"))
-
-
-def hidden_names(source: str) -> list[str]:
-    """The hidden checks a cell's source calls, in order, without repeats."""
-    return list(dict.fromkeys(CHECK_CALL.findall(source)))
-
-
-def strip_hidden_tests(source: str) -> str:
-    """`source` without its BEGIN/END HIDDEN TESTS regions (markers included)."""
-    out, hiding = [], False
-    for line in source.splitlines(keepends=True):
-        if HIDDEN_BEGIN in line:
-            hiding = True
-        elif HIDDEN_END in line and hiding:
-            hiding = False
-        elif not hiding:
-            out.append(line)
-    return "".join(out).rstrip("\n")
-
-
 def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
     """The submission with the source's locked cells and metadata put back (see module doc)."""
     src = {gid: c for c in source.cells if (gid := grade_id(c))}
@@ -125,7 +85,7 @@ def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
         result.nb.cells.append(cell)
     present = set(seen)
     _add_missing(result, src, order, seen)
-    solutions = [g for g in order if not is_locked(src[g]) and src[g].metadata.nbgrader.get("solution")]
+    solutions = [g for g in order if is_solution(src[g])]
     result.foreign = bool(order) and not present
     result.missing_solutions = [g for g in solutions if g not in present]
     _unique_ids(result.nb)
@@ -224,20 +184,6 @@ def _unique_ids(nb: NotebookNode) -> None:
         seen.add(cid)
 
 
-def hidden_lines(source: str) -> set[str]:
-    """The stripped, non-blank lines of a source's hidden-test regions (markers included)."""
-    kept = set(strip_hidden_tests(source).splitlines())
-    inside, hiding = set(), False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            hiding = True
-        if hiding and line.strip() and line not in kept:
-            inside.add(line.strip())
-        if HIDDEN_END in line:
-            hiding = False
-    return inside
-
-
 _TB_CODE = re.compile(r"^\s*(?:-*>)?\s*\d+\s(.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -261,8 +207,8 @@ def for_feedback(nb: NotebookNode, copy_first: bool = True) -> NotebookNode:
     (a copy, or `nb` itself changed in place with copy_first=False)."""
     nb = copy.deepcopy(nb) if copy_first else nb
     for cell in nb.cells:
-        if HIDDEN_BEGIN in cell.get("source", ""):
-            secret = hidden_lines(cell.source)
+        if has_hidden_tests(cell.get("source", "")):
+            secret = secret_lines(cell.source)
             cell.source = strip_hidden_tests(cell.source)
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":

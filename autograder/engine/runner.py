@@ -22,8 +22,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from attnlab import grading, wire
 from autograder.engine import protocol, sandbox
 from autograder.engine.limits import Limits
+from coursenb.cells import SAFE_MIME
 
-SAFE_MIME = ("text/plain", "image/png", "image/jpeg")  # no HTML, SVG or JavaScript in feedback pages
 _send = protocol.send  # bound now: the student may rebind module attributes later
 
 

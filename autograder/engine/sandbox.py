@@ -236,7 +236,9 @@ def _cover(directory: str, keeps: list[str]) -> bool:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
-    enc = (lambda s: None if s is None else s.encode())
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else s.encode()
+
     return _libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
 
 

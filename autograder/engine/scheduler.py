@@ -13,10 +13,13 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import config
 from autograder.engine import notebook as nbmod
-from autograder.engine import results, scoring
+from autograder.engine import scoring, store
 from autograder.engine.limits import Limits
 from autograder.engine.pool import Pool, WorkerError
+from autograder.gradinglog import CellLog, Incident, NotebookLog
+from coursenb import cells
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +32,7 @@ class EngineError(RuntimeError):
 class Job:
     """One submission on its way through the engine."""
 
-    sub: results.Submission
+    sub: store.Submission
     restored: nbmod.Restored | None = None
     code: list[int] = field(default_factory=list)
     problem: str | None = None  # set: not run, every graded cell scores 0 for this reason
@@ -55,7 +58,7 @@ class Engine:
 
     def __init__(self, course_dir: Path, limits: Limits | None, seed: int | None, workers: int,
                  scheduler: object = None) -> None:
-        self.cfg = results.load_config(course_dir)
+        self.cfg = config.load(course_dir)
         self.course_dir = self.cfg.root
         default = Limits(cell_seconds=self.cfg.cell_timeout) if self.cfg.cell_timeout else Limits()
         self.limits = limits or default
@@ -75,22 +78,21 @@ class Engine:
         self.worker_start_s: float | None = None
 
     # ---- sources and jobs -------------------------------------------------------------
-    def source(self, sub: results.Submission) -> Source:
+    def source(self, sub: store.Submission) -> Source:
         key = (sub.assignment, sub.notebook)
         if key not in self.sources:
             nb = nbformat.read(sub.source_path, as_version=4)
-            points = {nbmod.grade_id(c): float(c.metadata.nbgrader.get("points", 0)) for c in nb.cells
-                      if nbmod.grade_id(c) and c.metadata.nbgrader.get("grade")}
-            checks = [n for c in nb.cells if nbmod.is_test(c) for n in nbmod.hidden_names(c.source)]
+            points = {cells.grade_id(c): cells.points(c) for c in nb.cells if cells.grade_id(c) and cells.is_graded(c)}
+            checks = [n for c in nb.cells if cells.is_test(c) for n in cells.hidden_check_names(c.source)]
             for name in checks:
                 try:
                     self.trials.add(name)
                 except KeyError as exc:
                     raise EngineError(f"{sub.source_path.name} calls {exc.args[0]}") from None
-            self.sources[key] = Source(nb, results.sha256_file(sub.source_path), points, checks)
+            self.sources[key] = Source(nb, store.sha256_file(sub.source_path), points, checks)
         return self.sources[key]
 
-    def prepare(self, sub: results.Submission) -> Job:
+    def prepare(self, sub: store.Submission) -> Job:
         """Read and restore the submission; a bad file becomes a job with a `problem`, never an exception."""
         job, src = Job(sub, started=time.perf_counter()), self.source(sub)
         if not sub.path.exists():
@@ -106,7 +108,7 @@ class Engine:
                            "solution cells (another chapter's notebook?)")
             return job
         job.code = job.restored.code_cells()
-        cells = [job.restored.nb.cells[i].source for i in job.code]
+        sources = [job.restored.nb.cells[i].source for i in job.code]
         blobs: list[bytes] = []
         trials = {}
         for name in dict.fromkeys(src.checks):
@@ -117,13 +119,13 @@ class Engine:
             files.append([rel, len(blobs)])
             blobs.append(data)
         self.ids += 1
-        job.header = {"k": "job", "id": self.ids, "cells": cells, "trials": trials, "files": files,
+        job.header = {"k": "job", "id": self.ids, "cells": sources, "trials": trials, "files": files,
                       "limits": self.limits.to_dict(), "threads": self.threads}
         job.blobs = blobs
         job.prepare_s = time.perf_counter() - job.started
         return job
 
-    def _files(self, sub: results.Submission) -> list[tuple[str, bytes]]:
+    def _files(self, sub: store.Submission) -> list[tuple[str, bytes]]:
         """The submission's other files, then the source's (which win), within the size cap."""
         found: dict[str, Path] = {}
         for base in (sub.path.parent, sub.source_path.parent):
@@ -140,22 +142,22 @@ class Engine:
         return out
 
     # ---- finishing a notebook ------------------------------------------------------------
-    def finish(self, gb, job: Job, header: dict | None, blobs: list[bytes]) -> dict:
+    def finish(self, gb, job: Job, header: dict | None, blobs: list[bytes]) -> NotebookLog:
         """Judge, write the autograded notebook and log, commit the grades; returns the log."""
         t0 = time.perf_counter()
         src = self.source(job.sub)
         if job.problem is not None:
-            nb, cells = self._unrun(job), [scoring.CellScore(g, 0.0, p, job.problem, [], "not run", 0.0)
+            nb, scored = self._unrun(job), [scoring.CellScore(g, 0.0, p, job.problem, [], "not run", 0.0)
                                            for g, p in src.points.items()]
-            incidents: list[dict] = []
+            incidents: list[Incident] = []
         else:
-            nb, cells, incidents = self._judge(job, header or {}, blobs)
+            nb, scored, incidents = self._judge(job, header or {}, blobs)
         t1 = time.perf_counter()
-        scores = {c.grade_id: c.score for c in cells}
-        log = self._log(job, cells, incidents, header or {})
-        results.write_outputs(job.sub, nbmod.for_feedback(nb, copy_first=False), log)
+        scores = {c.grade_id: c.score for c in scored}
+        log = self._log(job, scored, incidents, header or {})
+        store.write_outputs(job.sub, nbmod.for_feedback(nb, copy_first=False), log)
         t2 = time.perf_counter()
-        results.record_grades(gb, job.sub, scores, self._responded(gb, job, nb), self.cell_ids)
+        store.record_grades(gb, job.sub, scores, self._responded(gb, job, nb), self.cell_ids)
         t3 = time.perf_counter()
         self.phases["judge"] += t1 - t0
         self.phases["write"] += t2 - t1
@@ -164,7 +166,7 @@ class Engine:
         self.phases["worker"] += float((header or {}).get("seconds") or 0.0)
         self.phases["sandbox_ready"] += float((header or {}).get("ready_seconds") or 0.0)
         self.stats.append({"key": job.sub.key, "seconds": time.perf_counter() - job.started,
-                           "cells": log["execution_time"], "score": log["score"], "run": job.problem is None,
+                           "cells": log.execution_time, "score": log.score, "run": job.problem is None,
                            "worker": float((header or {}).get("seconds") or 0.0), "judge": t1 - t0,
                            "write": t2 - t1, "gradebook": t3 - t2, "prepare": job.prepare_s})
         return log
@@ -172,7 +174,7 @@ class Engine:
     def _judge(self, job: Job, header: dict, blobs: list[bytes]):
         nb = job.restored.nb
         records = header.get("cells") if isinstance(header.get("cells"), list) else []
-        cells, incidents = [], []
+        scored, incidents = [], []
         for p, idx in enumerate(job.code):
             cell = nb.cells[idx]
             rec = records[p] if p < len(records) and isinstance(records[p], dict) else {"status": "skipped"}
@@ -180,19 +182,18 @@ class Engine:
             cell.execution_count = rec.get("count") if isinstance(rec.get("count"), int) else None
             reports = [(str(r[0]), [_blob(blobs, i) for i in r[1]]) for r in rec.get("reports", [])
                        if isinstance(r, list) and len(r) == 2 and isinstance(r[1], list)]
-            gid = nbmod.grade_id(cell)
-            if gid and cell.metadata.nbgrader.get("grade"):
-                cells.append(scoring.score_cell(cell, rec, reports, self.judge, self.cfg.ignore_pattern))
+            gid = cells.grade_id(cell)
+            if gid and cells.is_graded(cell):
+                scored.append(scoring.score_cell(cell, rec, reports, self.judge, self.cfg.ignore_pattern))
             elif rec.get("status") in ("killed", "skipped"):
                 cell.outputs.append(scoring.error_output("CellStopped", str(rec.get("reason"))))
             if rec.get("status") in ("killed", "skipped"):
-                incidents.append({"cell": idx, "grade_id": gid, "status": rec.get("status"),
-                                  "reason": str(rec.get("reason"))[:500]})
+                incidents.append(Incident(idx, gid, str(rec.get("status")), str(rec.get("reason"))[:500]))
             elif rec.get("status") == "error":
                 err = next((o for o in cell.outputs if o.output_type == "error"), None)
-                incidents.append({"cell": idx, "grade_id": gid, "status": "error",
-                                  "reason": f"raised {err.ename}: {err.evalue}"[:500] if err else "raised an error"})
-        return nb, cells, incidents
+                incidents.append(Incident(idx, gid, "error",
+                                          f"raised {err.ename}: {err.evalue}"[:500] if err else "raised an error"))
+        return nb, scored, incidents
 
     def _unrun(self, job: Job) -> nbformat.NotebookNode:
         """What the feedback shows for a notebook that was not run: its cells (or the source's, without
@@ -202,10 +203,10 @@ class Engine:
         else:
             nb = copy.deepcopy(self.source(job.sub).nb)
             for cell in nb.cells:
-                if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                if cells.is_solution(cell):
                     cell.source = "# (nothing was graded: see the note in the test cells)"
         for cell in nb.cells:
-            if nbmod.is_test(cell):
+            if cells.is_test(cell):
                 cell.outputs = [scoring.error_output("NotGraded", job.problem)]
         return nb
 
@@ -221,39 +222,32 @@ class Engine:
             except Exception:  # noqa: BLE001 - comments are a courtesy
                 self.checksums[key] = {}
         stored = self.checksums[key]
-        present = {nbmod.grade_id(c): c for c in nb.cells if nbmod.grade_id(c)}
+        present = {cells.grade_id(c): c for c in nb.cells if cells.grade_id(c)}
         out = {}
         for gid, checksum in stored.items():
             cell = present.get(gid)
-            if cell is not None and cell.metadata.nbgrader.get("solution"):
+            if cell is not None and cells.is_solution(cell):
                 out[gid] = job.problem is None and compute_checksum(cell) != checksum
         return out
 
-    def _log(self, job: Job, cells: list[scoring.CellScore], incidents: list[dict], header: dict) -> dict:
+    def _log(self, job: Job, scored: list[scoring.CellScore], incidents: list[Incident], header: dict) -> NotebookLog:
         src = self.source(job.sub)
         seconds_cells = sum(float(c.get("seconds") or 0) for c in header.get("cells", []) if isinstance(c, dict))
         if header.get("sandbox"):
             self.sandbox = header["sandbox"]
-        return {
-            "engine": results.ENGINE_VERSION,
-            "student": job.sub.student, "assignment": job.sub.assignment, "notebook": job.sub.notebook,
-            "submission_sha256": results.sha256_file(job.sub.path), "source_sha256": src.sha256,
-            "graded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "score": sum(c.score or 0.0 for c in cells), "max_score": sum(c.max_score for c in cells),
-            "error": job.problem,
-            "notes": (job.restored.notes if job.restored else [])
-            + [f"solution cell {g} is missing from the submission" for g in (job.restored.missing_solutions
-                                                                           if job.restored else [])],
-            "cells": [{"grade_id": c.grade_id, "score": c.score, "max_score": c.max_score,
-                       "passed": c.score is not None and c.score >= c.max_score, "reason": c.reason,
-                       "failed_checks": c.hidden_failed, "status": c.status, "seconds": round(c.seconds, 4)}
-                      for c in cells],
-            "incidents": incidents,
-            "restarts": int(header.get("restarts") or 0),
-            "execution_time": seconds_cells,
-            "grading_time": time.perf_counter() - job.started,
-            "sandbox": header.get("sandbox") or {},
-        }
+        restored = job.restored
+        notes = (restored.notes if restored else []) + \
+            [f"solution cell {g} is missing from the submission" for g in (restored.missing_solutions if restored else [])]
+        return NotebookLog(
+            student=job.sub.student, assignment=job.sub.assignment, notebook=job.sub.notebook,
+            submission_sha256=store.sha256_file(job.sub.path), source_sha256=src.sha256,
+            graded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            cells=tuple(CellLog(c.grade_id, c.score, c.max_score, c.reason, tuple(c.hidden_failed), c.status,
+                                round(c.seconds, 4)) for c in scored),
+            error=job.problem, notes=tuple(notes), incidents=tuple(incidents),
+            restarts=int(header.get("restarts") or 0), execution_time=seconds_cells,
+            grading_time=time.perf_counter() - job.started,
+            sandbox={str(k): str(v) for k, v in (header.get("sandbox") or {}).items()})
 
     # ---- the run -----------------------------------------------------------------------
     def init_message(self) -> dict:
@@ -269,11 +263,10 @@ class Engine:
         return {"hide": dirs, "keep": keep, "hide_files": files, "network": self.limits.network,
                 "uid_base": sandbox.fresh_uid_block(self.workers) if os.geteuid() == 0 else os.getuid()}
 
-    def run(self, todo: list[results.Submission], progress: bool) -> tuple[int, int]:
+    def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
         """Grade `todo`; returns (graded, failed)."""
-        from nbgrader.api import Gradebook
-
         import torch
+        from nbgrader.api import Gradebook
 
         self.graded = self.failed = 0
         queue = collections.deque(todo)
@@ -287,7 +280,7 @@ class Engine:
                 self.source(sub)  # every check's trials are drawn before any student code runs
             for (assignment, notebook), src in self.sources.items():
                 _require_same_cells(gb, assignment, notebook, set(src.points))
-            results.ensure_submissions(gb, todo)
+            store.ensure_submissions(gb, todo)
             self.queue = queue
             pool: Pool | None = None
             try:

@@ -18,7 +18,7 @@ from nbformat import NotebookNode, from_dict
 
 from attnlab import wire
 from attnlab.grading import Outcome
-from autograder.engine.notebook import hidden_names, is_test
+from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
 
 
 @dataclass
@@ -92,8 +92,6 @@ def decode_outcome(blob: bytes) -> Outcome:
         return Outcome(error="the result could not be read (malformed)")
     return Outcome(value=d["value"], error=d["error"])
 
-
-SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
 
 
 def outputs_from(blob: bytes) -> list[NotebookNode]:
@@ -180,7 +178,7 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
     score, reason = stock_grade(cell, ignore)
     failed: list[str] = []
     messages: list[str] = []
-    for name in hidden_names(cell.source):
+    for name in hidden_check_names(cell.source):
         mine = [blobs for n, blobs in reports if n == name]
         if not mine:
             if score:  # the cell ran to the end, yet the check never reported from it

@@ -1,5 +1,5 @@
 """Chapter 4: wrong implementations, each losing exactly its cells."""
-from tests.corpus import Wrong
+from solutions.mistakes import Wrong
 
 WRONG = [
     Wrong("blank_logits", '''

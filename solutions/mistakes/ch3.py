@@ -1,5 +1,5 @@
 """Chapter 3: wrong implementations, each losing exactly its cells."""
-from tests.corpus import Wrong
+from solutions.mistakes import Wrong
 
 WRONG = [
     Wrong("merge_query_key", '''

@@ -1,19 +1,17 @@
-"""Read grades back: nbgrader's gradebook (scores) and the engine's grading_log.json files (reasons).
+"""Read grades back: nbgrader's gradebook (scores), with the engine's grading logs (`autograder.gradinglog`)
+for the reasons.
 
 Everything the instructor's reports, exports and feedback show comes from here.
 """
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import course
-
-LOG_NAME = "grading_log.json"
+from autograder import config, course
 
 
 class ResultsError(RuntimeError):
@@ -39,6 +37,18 @@ class NotebookTotal:
     student: str
     assignment: str
     notebook: str
+    score: float
+    max_score: float
+    status: str
+
+
+@dataclass(frozen=True)
+class AssignmentTotal:
+    """One student's total on one assignment (all its notebooks): 'graded', 'ungraded' (some cell not
+    scored yet) or 'missing' (nothing submitted)."""
+
+    student: str
+    assignment: str
     score: float
     max_score: float
     status: str
@@ -70,29 +80,46 @@ class Class:
                                          max_score, status))
         return out
 
+    def assignments(self) -> list[str]:
+        """The assignments in course order."""
+        return list(dict.fromkeys(a for a, _, _ in self.notebooks))
+
+    def assignment_max(self) -> dict[str, float]:
+        """The points of each assignment (all its notebooks)."""
+        out: dict[str, float] = {}
+        for assignment, _, max_score in self.notebooks:
+            out[assignment] = out.get(assignment, 0.0) + max_score
+        return out
+
+    def assignment_totals(self) -> dict[tuple[str, str], AssignmentTotal]:
+        """(student, assignment) -> the student's total on it: the one place totals are added up."""
+        parts: dict[tuple[str, str], list[NotebookTotal]] = {}
+        for t in self.totals():
+            parts.setdefault((t.student, t.assignment), []).append(t)
+        out = {}
+        for (student, assignment), ts in parts.items():
+            submitted = [t for t in ts if t.status != "missing"]
+            status = "missing" if not submitted else "ungraded" if any(t.status == "ungraded" for t in ts) else "graded"
+            out[student, assignment] = AssignmentTotal(student, assignment, sum(t.score for t in submitted),
+                                                       sum(t.max_score for t in ts), status)
+        return out
+
     def graded(self) -> bool:
         """True once at least one notebook has been graded."""
         return any(c.score is not None for c in self.cells)
 
 
-def db_url(course_dir: Path) -> str:
-    """The gradebook URL from the course's nbgrader_config.py."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    course_dir = Path(course_dir).resolve()
-    if not (course_dir / "nbgrader_config.py").exists():
-        raise ResultsError(f"no course at {course_dir} (no nbgrader_config.py): run `autograder release` first")
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-    return config.CourseDirectory.db_url or f"sqlite:///{course_dir / 'gradebook.db'}"
-
-
 @contextmanager
 def gradebook(course_dir: Path) -> Iterator:  # -> nbgrader.api.Gradebook
-    """nbgrader's Gradebook of the course, closed on exit."""
+    """nbgrader's Gradebook of the course, closed on exit (ResultsError if there is no course)."""
     from nbgrader.api import Gradebook
 
+    try:
+        cfg = config.load(course_dir)
+    except config.ConfigError as exc:
+        raise ResultsError(str(exc)) from None
     course._venv_bin_on_path()
-    gb = Gradebook(db_url(course_dir), course_id=course.COURSE_ID)
+    gb = Gradebook(cfg.db_url, course_id=cfg.course_id)
     try:
         yield gb
     finally:
@@ -152,70 +179,6 @@ def require_graded(cls: Class, course_dir: Path) -> None:
     """Raise a clear error if nothing has been graded yet."""
     if not cls.graded():
         raise ResultsError(f"nothing graded yet in {course_dir}: run `autograder collect` and `autograder grade` first")
-
-
-# ----------------------------------------------------------------------------- grading logs
-
-@dataclass(frozen=True)
-class CellLog:
-    """The engine's account of one graded cell: score, pass/fail, reason, failed hidden checks."""
-
-    grade_id: str
-    score: float
-    max_score: float
-    passed: bool
-    reason: str
-    failed_checks: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NotebookLog:
-    """The engine's account of one notebook of one submission."""
-
-    student: str
-    assignment: str
-    notebook: str
-    cells: dict[str, CellLog]
-    execution_time: float | None  # the notebook's own execution time, seconds
-    grading_time: float | None  # the whole grading of the notebook, seconds
-    error: str | None  # why the notebook could not be graded normally, if it could not
-
-
-def grading_logs(course_dir: Path) -> list[NotebookLog]:
-    """Every grading_log.json under course_dir/autograded, one NotebookLog per notebook."""
-    out = []
-    for path in sorted((Path(course_dir) / "autograded").glob(f"*/*/{LOG_NAME}")):
-        student, assignment = path.parent.parent.name, path.parent.name
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ResultsError(f"{path} is not readable JSON ({exc})") from None
-        out.extend(_parse_log(data, student, assignment))
-    return out
-
-
-def _parse_log(data: dict, student: str, assignment: str) -> list[NotebookLog]:
-    """The notebooks of one grading_log.json: {"notebooks": {name: {"cells": [...], ...}}}."""
-    notebooks = data.get("notebooks") if isinstance(data, dict) else None
-    out = []
-    for name, nb in (notebooks if isinstance(notebooks, dict) else {}).items():
-        cells = [c for c in nb.get("cells", []) if isinstance(c, dict) and c.get("grade_id")]
-        out.append(NotebookLog(
-            student=student, assignment=assignment, notebook=name,
-            cells={c["grade_id"]: _parse_cell(c) for c in cells},
-            execution_time=_number(nb.get("execution_time")), grading_time=_number(nb.get("grading_time")),
-            error=nb.get("error")))
-    return out
-
-
-def _parse_cell(c: dict) -> CellLog:
-    """One cell's entry: grade_id, score, max_score, passed, reason, failed_checks."""
-    return CellLog(c["grade_id"], _number(c.get("score")) or 0.0, _number(c.get("max_score")) or 0.0,
-                   bool(c.get("passed")), str(c.get("reason") or ""), tuple(str(x) for x in c.get("failed_checks") or ()))
-
-
-def _number(x: object) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def summary_stats(scores: list[float], max_score: float) -> dict[str, float | int]:

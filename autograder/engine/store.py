@@ -11,41 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-ENGINE_VERSION = "1"
-LOG_NAME = "grading_log.json"
-
-
-@dataclass(frozen=True)
-class CourseConfig:
-    """What the engine needs from the course's nbgrader_config.py."""
-
-    root: Path
-    db_url: str
-    course_id: str
-    ignore_pattern: str | None
-    cell_timeout: float | None
-
-
-def load_config(course_dir: Path) -> CourseConfig:
-    """Read course_dir/nbgrader_config.py the way nbgrader does."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    course_dir = Path(course_dir).resolve()
-    c = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-    cd = c.get("CourseDirectory", {})
-    db_url = cd.get("db_url") or f"sqlite:///{course_dir / 'gradebook.db'}"
-    ip = c.get("IgnorePattern", {})
-    ignore = ip.get("pattern") if ip.get("enabled") and ip.get("pattern") else None
-    timeout = c.get("Execute", {}).get("timeout") or c.get("ExecutePreprocessor", {}).get("timeout")
-    return CourseConfig(course_dir, str(db_url), str(cd.get("course_id") or "default_course"),
-                        ignore, float(timeout) if isinstance(timeout, (int, float)) else None)
+from autograder import gradinglog
+from autograder.gradinglog import NotebookLog
 
 
 @dataclass(frozen=True)
@@ -100,10 +72,10 @@ def sha256_file(path: Path) -> str | None:
 
 def is_graded(gb, sub: Submission) -> bool:
     """The log matches the current files and every graded cell has an auto score in the gradebook."""
-    log = read_log(sub)
-    if not log or log.get("engine") != ENGINE_VERSION or not (sub.out_dir / f"{sub.notebook}.ipynb").exists():
+    log = gradinglog.read(sub.out_dir, sub.notebook)
+    if log is None or log.engine != gradinglog.ENGINE_VERSION or not (sub.out_dir / f"{sub.notebook}.ipynb").exists():
         return False
-    if log.get("submission_sha256") != sha256_file(sub.path) or log.get("source_sha256") != sha256_file(sub.source_path):
+    if log.submission_sha256 != sha256_file(sub.path) or log.source_sha256 != sha256_file(sub.source_path):
         return False
     from nbgrader.api import MissingEntry
 
@@ -114,40 +86,14 @@ def is_graded(gb, sub: Submission) -> bool:
     return all(g.auto_score is not None for g in nb.grades)
 
 
-def read_log(sub: Submission) -> dict | None:
-    """The submission's grading_log.json, if present and readable."""
-    try:
-        data = json.loads((sub.out_dir / LOG_NAME).read_text())
-    except (OSError, ValueError):
-        return None
-    if isinstance(data, dict) and isinstance(data.get("notebooks"), dict):
-        return data["notebooks"].get(sub.notebook)
-    return None
-
-
-def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: dict) -> None:
+def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: NotebookLog) -> None:
     """The autograded notebook and this notebook's entry of grading_log.json, each replaced atomically."""
     sub.out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.v4.writes(nb).encode())  # no re-validation
-    path = sub.out_dir / LOG_NAME
-    try:
-        whole = json.loads(path.read_text())
-        assert isinstance(whole, dict) and isinstance(whole.get("notebooks"), dict)
-    except (OSError, ValueError, AssertionError):
-        whole = {"student": sub.student, "assignment": sub.assignment, "notebooks": {}}
-    whole["notebooks"][sub.notebook] = log
-    _atomic(path, json.dumps(whole, indent=1).encode())
+    gradinglog.atomic_write(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.v4.writes(nb).encode())  # no re-validation
+    gradinglog.write(sub.out_dir, log)
     stamp = sub.path.parent / "timestamp.txt"
     if stamp.is_file():
-        _atomic(sub.out_dir / "timestamp.txt", stamp.read_bytes())
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    """Write-then-rename: readers see the old file or the new one, never half of one. (No fsync: after a
-    power loss a missing or stale file only makes `is_graded` false, and the notebook is graded again.)"""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+        gradinglog.atomic_write(sub.out_dir / "timestamp.txt", stamp.read_bytes())
 
 
 def timestamp(sub: Submission) -> dt.datetime | None:

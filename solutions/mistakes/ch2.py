@@ -1,5 +1,5 @@
 """Chapter 2: wrong implementations, each losing exactly its cells."""
-from tests.corpus import Wrong
+from solutions.mistakes import Wrong
 
 
 def _spatial(alpha_line: str, scale: str = " / math.sqrt(K)", out_line: str = "Out.permute(1, 2, 0, 3).reshape(X, Y, -1)") -> str:

@@ -24,7 +24,7 @@ class Wrong:
 
 def wrong_for(assignment: str) -> list[Wrong]:
     """The wrong implementations of chapter `assignment` (e.g. 'ch1')."""
-    return importlib.import_module(f"tests.corpus.{assignment}").WRONG
+    return importlib.import_module(f"solutions.mistakes.{assignment}").WRONG
 
 
 def apply(nb: nbformat.NotebookNode, wrong: Wrong) -> nbformat.NotebookNode:

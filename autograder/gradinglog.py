@@ -1,0 +1,192 @@
+"""The grading log: what the engine decided for each notebook, and why.
+
+`course/autograded/<student>/<assignment>/grading_log.json` holds one `NotebookLog` per
+notebook of that assignment. The engine writes it (one writer, atomically, before the
+notebook's grades are committed); reports, exports and feedback read it through `read_all`.
+Every field is typed here and nowhere else: the JSON is made by `asdict` and read back by
+`NotebookLog.from_dict`, which checks each value's type and never trusts a key it does not know.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+LOG_NAME = "grading_log.json"
+ENGINE_VERSION = "2"  # a log of another version is graded again
+
+
+class LogError(ValueError):
+    """A grading log that is not readable JSON of the expected shape."""
+
+
+@dataclass(frozen=True)
+class CellLog:
+    """One graded cell: its score (None: left for the instructor), the reason, the failed hidden checks."""
+
+    grade_id: str
+    score: float | None
+    max_score: float
+    reason: str
+    failed_checks: tuple[str, ...] = ()
+    status: str = "ok"  # how its code ran: ok, error, killed, skipped, not run
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.score is not None and self.score >= self.max_score
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A code cell that raised, was stopped, or was not run (graded or not)."""
+
+    cell: int  # index in the notebook
+    grade_id: str | None
+    status: str  # error, killed, skipped
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotebookLog:
+    """The engine's account of one student's notebook."""
+
+    student: str
+    assignment: str
+    notebook: str
+    submission_sha256: str | None
+    source_sha256: str | None
+    graded_at: str  # UTC, ISO 8601
+    cells: tuple[CellLog, ...]
+    error: str | None = None  # why the notebook could not be run at all
+    notes: tuple[str, ...] = ()  # repairs made to the submission before it ran
+    incidents: tuple[Incident, ...] = ()
+    restarts: int = 0
+    execution_time: float = 0.0  # seconds its cells ran
+    grading_time: float = 0.0  # seconds from reading the file to the committed grades
+    sandbox: dict[str, str] = field(default_factory=dict)  # what the isolation achieved
+    engine: str = ENGINE_VERSION
+
+    @property
+    def score(self) -> float:
+        return sum(c.score or 0.0 for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.cells)
+
+    def cell(self, grade_id: str) -> CellLog | None:
+        """The log of graded cell `grade_id`, if it has one."""
+        return next((c for c in self.cells if c.grade_id == grade_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (the derived totals and pass marks included, for people reading the file)."""
+        data = asdict(self)
+        for entry, cell in zip(data["cells"], self.cells):
+            entry["passed"] = cell.passed
+        return {**data, "score": self.score, "max_score": self.max_score}
+
+    @classmethod
+    def from_dict(cls, data: object) -> NotebookLog:
+        """The inverse of `to_dict`; LogError naming the first value of the wrong type."""
+        d = _record(data, "notebook")
+        cells = tuple(CellLog(**_fields(CellLog, _record(c, "cell"))) for c in _list(d.get("cells"), "cells"))
+        incidents = tuple(Incident(**_fields(Incident, _record(i, "incident"))) for i in _list(d.get("incidents", []),
+                                                                                          "incidents"))
+        values = _fields(cls, {k: v for k, v in d.items() if k not in ("cells", "incidents")})
+        return cls(**{**values, "cells": cells, "incidents": incidents})
+
+
+# ---------------------------------------------------------------- files
+
+
+def write(folder: Path, log: NotebookLog) -> None:
+    """Replace `log.notebook`'s entry in folder/grading_log.json (atomically: write, then rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        entries = _read_file(folder / LOG_NAME)
+    except LogError:
+        entries = {}
+    entries[log.notebook] = log.to_dict()
+    whole = {"student": log.student, "assignment": log.assignment, "notebooks": entries}
+    atomic_write(folder / LOG_NAME, json.dumps(whole, indent=1).encode())
+
+
+def read(folder: Path, notebook: str) -> NotebookLog | None:
+    """The log of `notebook` in folder/grading_log.json; None if there is none or it is unreadable."""
+    try:
+        entry = _read_file(folder / LOG_NAME).get(notebook)
+        return None if entry is None else NotebookLog.from_dict(entry)
+    except (LogError, TypeError):
+        return None
+
+
+def read_all(course_dir: Path) -> list[NotebookLog]:
+    """Every notebook's log under course_dir/autograded, in a stable order; LogError on a damaged file."""
+    out = []
+    for path in sorted((Path(course_dir) / "autograded").glob(f"*/*/{LOG_NAME}")):
+        for entry in _read_file(path).values():
+            try:
+                out.append(NotebookLog.from_dict(entry))
+            except (LogError, TypeError) as exc:
+                raise LogError(f"{path}: {exc}") from None
+    return out
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write-then-rename: readers see the old file or the new one, never half of one. (No fsync: after a
+    power loss a missing or stale file only means the notebook is graded again.)"""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise LogError(f"{path} is not readable JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("notebooks"), dict):
+        raise LogError(f"{path} is not a grading log")
+    return data["notebooks"]
+
+
+# ---------------------------------------------------------------- checking what is read
+
+_TYPES: dict[str, tuple[type, ...]] = {"str": (str,), "float": (int, float), "int": (int,), "bool": (bool,)}
+
+
+def _record(x: object, what: str) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        raise LogError(f"a {what} entry is not an object")
+    return x
+
+
+def _list(x: object, what: str) -> list:
+    if not isinstance(x, list):
+        raise LogError(f"{what} is not a list")
+    return x
+
+
+def _fields(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `d` that are fields of dataclass `cls`, each checked against its annotation."""
+    out = {}
+    for f in fields(cls):
+        if f.name not in d:
+            continue
+        value, kinds = d[f.name], str(f.type).replace(" ", "").split("|")
+        if value is None and "None" in kinds:
+            out[f.name] = None
+        elif kinds[0].startswith("tuple["):
+            out[f.name] = tuple(str(v) for v in _list(value, f.name))
+        elif kinds[0].startswith("dict["):
+            out[f.name] = {str(k): str(v) for k, v in _record(value, f.name).items()}
+        elif any(isinstance(value, _TYPES.get(k, ())) and not (k != "bool" and isinstance(value, bool)) for k in kinds):
+            out[f.name] = float(value) if "float" in kinds and not isinstance(value, str) else value
+        else:
+            raise LogError(f"{f.name} has a value of type {type(value).__name__}")
+    return out

@@ -1,0 +1,220 @@
+"""The course's notebook conventions: one home for every rule about cells.
+
+Who reads what in a chapter notebook is decided here and nowhere else: the kinds of
+cell (through nbgrader's own predicates), the solution and hidden-test delimiters and
+how a region is cut out, the worked-solution tag, the output types a feedback page may
+show, and which hidden checks a test cell calls. The release (nbgrader), the grading
+engine, the feedback pages and the book all call these functions, and a test checks
+that each of them strips exactly what nbgrader's release strips.
+
+The delimiters are nbgrader's own defaults, read from its preprocessors: a line that
+*contains* ``BEGIN HIDDEN TESTS`` opens a region (``### BEGIN HIDDEN TESTS``,
+``## BEGIN HIDDEN TESTS`` and ``# BEGIN HIDDEN TESTS, do not edit`` alike), a line that
+contains ``END HIDDEN TESTS`` closes it, and both lines go with the region.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from nbformat import NotebookNode
+
+# Cells tagged with this are worked solutions: the solutions edition only.
+SOLUTION_TEXT_TAG = "solution-text"
+# What a released solution cell holds (also set as nbgrader's ClearSolutions.code_stub).
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+# Output types a page built from a student's notebook may show: no HTML, SVG or JavaScript.
+SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
+# The call a hidden test makes, by name: hidden_check("ch1.self_attention", self_attention).
+HIDDEN_CHECK = "hidden_check"
+# nbgrader's schema 3 rule for a grade_id.
+GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")
+
+
+def _delimiters() -> tuple[str, str, str, str]:
+    """nbgrader's (BEGIN SOLUTION, END SOLUTION, BEGIN HIDDEN TESTS, END HIDDEN TESTS)."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    default = lambda cls, name: cls.class_traits()[name].default_value  # noqa: E731
+    return (default(ClearSolutions, "begin_solution_delimeter"), default(ClearSolutions, "end_solution_delimeter"),
+            default(ClearHiddenTests, "begin_test_delimeter"), default(ClearHiddenTests, "end_test_delimeter"))
+
+
+SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END = _delimiters()
+# Every delimiter: none may reach the student edition or a feedback page.
+MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
+
+
+# ---------------------------------------------------------------- kinds of cell
+
+
+def nbgrader_meta(cell: NotebookNode) -> dict[str, Any]:
+    """The cell's nbgrader metadata ({} when it has none or it is malformed)."""
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
+def grade_id(cell: NotebookNode) -> str | None:
+    """The cell's nbgrader grade_id, if it has well-formed nbgrader metadata."""
+    gid = nbgrader_meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
+
+
+def points(cell: NotebookNode) -> float:
+    """The points a graded cell is worth (0 for any other cell)."""
+    value = nbgrader_meta(cell).get("points", 0)
+    return float(value) if is_graded(cell) and isinstance(value, (int, float)) else 0.0
+
+
+def is_graded(cell: NotebookNode) -> bool:
+    """A cell that carries points: an autograded test or a manually graded answer (nbgrader.utils.is_grade)."""
+    from nbgrader.utils import is_grade
+
+    return bool(nbgrader_meta(cell)) and bool(is_grade(cell))
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    """A cell the student writes (nbgrader.utils.is_solution)."""
+    from nbgrader.utils import is_solution as nbgrader_is_solution
+
+    return bool(nbgrader_meta(cell)) and bool(nbgrader_is_solution(cell))
+
+
+def is_locked(cell: NotebookNode) -> bool:
+    """A cell the student may not change: it comes back from the source when graded (nbgrader.utils.is_locked)."""
+    from nbgrader.utils import is_locked as nbgrader_is_locked
+
+    return bool(nbgrader_meta(cell)) and bool(nbgrader_is_locked(cell))
+
+
+def is_test(cell: NotebookNode) -> bool:
+    """An autograded test cell: a graded code cell that is not a solution."""
+    return cell.get("cell_type") == "code" and is_graded(cell) and not is_solution(cell)
+
+
+def is_manual(cell: NotebookNode) -> bool:
+    """A manually graded answer: graded and a solution (the instructor scores it)."""
+    return is_graded(cell) and is_solution(cell)
+
+
+def is_worked_solution(cell: NotebookNode) -> bool:
+    """A worked-solution cell (tag `solution-text`): the solutions edition only."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return isinstance(tags, list) and SOLUTION_TEXT_TAG in tags
+
+
+# ---------------------------------------------------------------- regions
+
+
+def _split(source: str, begin: str, end: str) -> Iterator[tuple[bool, str]]:
+    """(cut?, line) for each line, nbgrader's rule: a line containing `begin` opens a region, one
+    containing `end` closes it; both marker lines are cut, and so is a stray `end` line."""
+    inside = False
+    for line in source.split("\n"):
+        if begin in line:
+            inside = True
+            yield True, line
+        elif end in line:
+            inside = False
+            yield True, line
+        else:
+            yield inside, line
+
+
+def strip_hidden_tests(source: str) -> str:
+    """`source` without its hidden-test regions, markers included (what nbgrader's release leaves)."""
+    return "\n".join(line for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END) if not inside)
+
+
+def has_hidden_tests(source: str) -> bool:
+    """Whether `source` holds a hidden-test region."""
+    return any(HIDDEN_BEGIN in line for line in source.split("\n"))
+
+
+def hidden_tests(source: str) -> list[str]:
+    """The lines inside `source`'s hidden-test regions (markers excluded)."""
+    return [line for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END)
+            if inside and HIDDEN_BEGIN not in line and HIDDEN_END not in line]
+
+
+def solution_lines(source: str) -> list[str]:
+    """The lines inside `source`'s solution regions (markers excluded)."""
+    return [line for inside, line in _split(source, SOLUTION_BEGIN, SOLUTION_END)
+            if inside and SOLUTION_BEGIN not in line and SOLUTION_END not in line]
+
+
+def strip_solutions(source: str) -> str:
+    """`source` without its solution regions, markers included (the release puts a stub there)."""
+    return "\n".join(line for inside, line in _split(source, SOLUTION_BEGIN, SOLUTION_END) if not inside)
+
+
+def without_solution_markers(source: str) -> str:
+    """`source` with its solution marker lines removed and the answer kept (a correct submission)."""
+    return "\n".join(line for line in source.split("\n") if SOLUTION_BEGIN not in line and SOLUTION_END not in line)
+
+
+def secret_lines(source: str) -> set[str]:
+    """The stripped, non-blank lines of `source`'s hidden-test regions (markers included): what a
+    traceback quoting the cell must not show."""
+    kept = set(strip_hidden_tests(source).split("\n"))
+    return {line.strip() for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END)
+            if inside and line.strip() and line not in kept}
+
+
+def drop_hidden_lines(text: str) -> str:
+    """`text` (a traceback, an error message) without the lines from a BEGIN HIDDEN TESTS line to the
+    matching END line or to the end of `text` (a traceback shows a few lines of context after the
+    BEGIN line, without the END), and without any line that mentions the hidden_check call."""
+    kept, hiding = [], False
+    for line in text.splitlines(keepends=True):
+        if HIDDEN_BEGIN in line:
+            hiding = True
+        elif HIDDEN_END in line:
+            hiding = False
+        elif not hiding and HIDDEN_CHECK not in line:
+            kept.append(line)
+    return "".join(kept)
+
+
+# ---------------------------------------------------------------- hidden checks
+
+_CHECK_CALL = re.compile(rf"""\b{HIDDEN_CHECK}\(\s*["']([\w.\-]+)["']""")
+
+
+def hidden_check_names(source: str) -> list[str]:
+    """The hidden checks `source` calls (hidden_check("name", ...)), in order, without repeats."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell with IPython syntax: the call's literal form is enough
+        return list(dict.fromkeys(_CHECK_CALL.findall(source)))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == HIDDEN_CHECK \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.append((node.lineno, node.col_offset, node.args[0].value))
+    return list(dict.fromkeys(name for *_, name in sorted(names)))
+
+
+# ---------------------------------------------------------------- whole notebooks
+
+
+def without_worked_solutions(nb: NotebookNode) -> NotebookNode:
+    """A copy of `nb` without its worked-solution cells."""
+    import nbformat
+
+    nb = nbformat.from_dict(nb)
+    nb.cells = [c for c in nb.cells if not is_worked_solution(c)]
+    return nb
+
+
+def release(nb: NotebookNode) -> NotebookNode:
+    """What a student receives: nbgrader's release transform (stubs, no hidden tests, no worked
+    solutions); outputs, if any, are kept."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    nb = without_worked_solutions(nb)
+    nb, _ = ClearSolutions(code_stub={"python": CODE_STUB}).preprocess(nb, {})
+    nb, _ = ClearHiddenTests().preprocess(nb, {})
+    return nb

@@ -1,0 +1,109 @@
+"""One build of the book: execute (cached), stage, run Sphinx, audit; one build at a time per checkout."""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import yaml
+
+from coursenb import chapters
+from publish import sphinx
+from publish.audit import audit_offline, audit_student
+from publish.contents import notebook_docs, read_toc, source_of, toc_documents
+from publish.editions import stage
+from publish.execute import execute_all
+from publish.layout import BUILD, CONFIG, EDITIONS, MANIFEST, ROOT, BookError, Edition
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """One book build at a time on this checkout (pytest-xdist workers, main job, benchmark)."""
+    BUILD.mkdir(exist_ok=True)
+    with (BUILD / ".book.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bool = False,
+          strict: bool = True, log=print, timings: dict[str, float] | None = None) -> dict[str, Path]:
+    """Execute (cached), stage, build and audit `editions`; returns each edition's html folder.
+
+    `timings`, when given, receives the seconds spent executing, in Sphinx and auditing.
+    """
+    chosen = [Edition(name) for name in editions]
+    unknown = {e.name for e in chosen} - set(EDITIONS)
+    if unknown:
+        raise BookError(f"no edition {', '.join(sorted(unknown))}; editions are {', '.join(EDITIONS)}")
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    timeout = int((yaml.safe_load(CONFIG.read_text()).get("execute") or {}).get("timeout", 600))
+    timings = {} if timings is None else timings
+    with _locked():
+        toc = read_toc()
+        _warn_unpublished_chapters(toc, log)
+        clock = time.perf_counter()
+        sources = [source_of(d) for d in notebook_docs(toc)]
+        executed = execute_all(sources, jobs, timeout, force=force, log=log)
+        MANIFEST.write_text(json.dumps({str(k.relative_to(ROOT)): str(v.relative_to(ROOT))
+                                        for k, v in executed.items()}, indent=1))
+        timings["execute"], clock = time.perf_counter() - clock, time.perf_counter()
+        for edition in chosen:
+            changed = stage(edition, toc, executed)
+            log(f"book: staged the {edition.name} edition ({len(changed)} files changed)")
+        timings["stage"], clock = time.perf_counter() - clock, time.perf_counter()
+        running: list[tuple[Edition, subprocess.Popen]] = []
+        for edition in chosen:  # up to `jobs` editions at once
+            if sphinx.up_to_date(edition, strict):
+                log(f"book: the {edition.name} edition is up to date")
+                continue
+            if len(running) >= jobs:
+                sphinx.finish(*running.pop(0), strict)
+            running.append((edition, sphinx.start(edition, strict)))
+        for edition, proc in running:
+            sphinx.finish(edition, proc, strict)
+        timings["sphinx"], clock = time.perf_counter() - clock, time.perf_counter()
+        if "student" in {e.name for e in chosen}:
+            leaks = audit_student(Edition("student"), executed, toc)
+            if leaks:
+                raise BookError("the student edition shows solutions:\n" + "\n".join(leaks[:20]))
+        for edition in chosen:
+            remote = audit_offline(edition.html)
+            if remote:
+                raise BookError(f"the {edition.name} edition loads from the network:\n" + "\n".join(remote[:20]))
+        timings["audit"] = time.perf_counter() - clock
+        log("book: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+        for edition in chosen:
+            log(f"book: the {edition.name} edition is in {edition.html.relative_to(ROOT)}/ (open index.html)")
+    return {e.name: e.html for e in chosen}
+
+
+def _warn_unpublished_chapters(toc: dict, log) -> None:
+    listed = set(toc_documents(toc))
+    for chapter in chapters.select():
+        if chapter.doc not in listed:
+            log(f"book: {chapter.doc} is a chapter but not in _toc.yml: not published")
+
+
+@functools.cache
+def _build_once(editions: tuple[str, ...]) -> dict[str, Path] | BookError:
+    try:
+        return build(editions)
+    except BookError as exc:
+        return exc
+
+
+def build_once(editions: tuple[str, ...] = EDITIONS) -> dict[str, Path]:
+    """`build(editions)` at most once per process, failure included (the tests' session fixture)."""
+    result = _build_once(tuple(editions))
+    if isinstance(result, BookError):
+        raise result
+    return result
