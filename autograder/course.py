@@ -2,7 +2,7 @@
 
 A chapter (`coursenb.chapters`, text source `chapters/chN_name.py`) is assignment `chN`
 holding one notebook `chN_name`. The course's source notebook is the chapter without its
-worked solutions (`coursenb.cells.without_worked_solutions`); nbgrader's release then
+solutions-only cells (`coursenb.cells.without_solutions_only`); nbgrader's release then
 replaces solution regions with stubs and removes hidden tests.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def config_text(course_dir: Path, db_url: str | None = None, timeout: int = 120)
 
 def source_notebook(chapter: chapters.Chapter) -> nbformat.NotebookNode:
     """The course's source notebook of `chapter`: the chapter without its worked solutions."""
-    return cells.without_worked_solutions(chapter.read())
+    return cells.without_solutions_only(chapter.read())
 
 
 def init_course(course_dir: Path, names: Iterable[str] | None = None,

@@ -294,7 +294,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # *Serial sums.* Layers are sequential, so the time is $L$ times one layer. In a layer,

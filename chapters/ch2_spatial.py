@@ -357,7 +357,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch2.SPATIAL_TIME", SPATIAL_TIME)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # Inside one layer, everything is parallel over $h$, the query pixel $(x, y)$, the key

@@ -308,7 +308,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch3.EQUAL_WHEN", EQUAL_WHEN)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # $W^Q[h]$ and $W^K[h]$ are $K\times J$ each: $2KJ$ numbers per head (seed 002: $2(I\times J)$).

@@ -257,7 +257,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch4.blank_logits", blank_logits)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # The two sums are contractions over $i$ and $j$; `torch.einsum` writes them with the

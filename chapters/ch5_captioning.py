@@ -143,7 +143,7 @@ print("active device:", device)
 # tensor $M[x, y, k]$. State the shape of every weight tensor, and what CELL now takes.
 # (The next section implements your answer, so write it down first.)
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # The position $t_{\text{in}}$ becomes the pair $(x, y)$, and the attention is one

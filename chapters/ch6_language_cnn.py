@@ -187,7 +187,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch6.conv_stride2", conv_stride2)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # `L.unfold(1, D, 2)` cuts dimension 1 (positions) into windows of size $D$ taken every 2
@@ -249,7 +249,7 @@ from attnlab.grading import hidden_check
 hidden_check("ch6.RNN_TIME", RNN_TIME)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solution-text"]
+# %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
 # *CNN.* All positions of a layer are computed at once; one position of layer $\ell + 1$ needs

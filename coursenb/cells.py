@@ -21,8 +21,13 @@ from typing import Any
 
 from nbformat import NotebookNode
 
-# Cells tagged with this are worked solutions: the solutions edition only.
-SOLUTION_TEXT_TAG = "solution-text"
+# A cell tagged SOLUTIONS_ONLY is in the solutions edition only: worked solutions, rubrics, and demos
+# built on the reference solutions. Neither the release nor the student edition has it.
+SOLUTIONS_ONLY = "solutions-only"
+# A cell tagged ANSWER_OUTPUT shows what a student's answers produce (a plot of their running time
+# over the measured one, a model trained with their function): the student edition keeps its code and
+# drops its outputs, which the reference run made from the solutions. Students run it themselves.
+ANSWER_OUTPUT = "answer-output"
 # What a released solution cell holds (also set as nbgrader's ClearSolutions.code_stub).
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 # Output types a page built from a student's notebook may show: no HTML, SVG or JavaScript.
@@ -99,10 +104,20 @@ def is_manual(cell: NotebookNode) -> bool:
     return is_graded(cell) and is_solution(cell)
 
 
-def is_worked_solution(cell: NotebookNode) -> bool:
-    """A worked-solution cell (tag `solution-text`): the solutions edition only."""
-    tags = cell.get("metadata", {}).get("tags", [])
-    return isinstance(tags, list) and SOLUTION_TEXT_TAG in tags
+def tags(cell: NotebookNode) -> list[str]:
+    """The cell's tags ([] when it has none or they are malformed)."""
+    found = cell.get("metadata", {}).get("tags", [])
+    return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
+
+
+def is_solutions_only(cell: NotebookNode) -> bool:
+    """A cell of the solutions edition only (worked solution, rubric, demo built on the solutions)."""
+    return SOLUTIONS_ONLY in tags(cell)
+
+
+def shows_answers(cell: NotebookNode) -> bool:
+    """A cell whose outputs depend on graded answers: the student edition drops them."""
+    return ANSWER_OUTPUT in tags(cell)
 
 
 # ---------------------------------------------------------------- regions
@@ -200,21 +215,31 @@ def hidden_check_names(source: str) -> list[str]:
 # ---------------------------------------------------------------- whole notebooks
 
 
-def without_worked_solutions(nb: NotebookNode) -> NotebookNode:
-    """A copy of `nb` without its worked-solution cells."""
+def without_solutions_only(nb: NotebookNode) -> NotebookNode:
+    """A copy of `nb` without its solutions-only cells (what the course's source notebook holds)."""
     import nbformat
 
     nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if not is_worked_solution(c)]
+    nb.cells = [c for c in nb.cells if not is_solutions_only(c)]
     return nb
 
 
 def release(nb: NotebookNode) -> NotebookNode:
-    """What a student receives: nbgrader's release transform (stubs, no hidden tests, no worked
-    solutions); outputs, if any, are kept."""
+    """What a student receives: nbgrader's release transform (stubs, no hidden tests, no
+    solutions-only cells); outputs, if any, are kept."""
     from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
-    nb = without_worked_solutions(nb)
+    nb = without_solutions_only(nb)
     nb, _ = ClearSolutions(code_stub={"python": CODE_STUB}).preprocess(nb, {})
     nb, _ = ClearHiddenTests().preprocess(nb, {})
+    return nb
+
+
+def student_view(nb: NotebookNode) -> NotebookNode:
+    """An executed chapter as the student edition shows it: the release, with the outputs of the
+    cells that show answers dropped."""
+    nb = release(nb)
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code" and shows_answers(cell):
+            cell.outputs = []
     return nb

@@ -12,7 +12,8 @@ cached under `_build/.book_cache/`, keyed by the source's bytes and the code it 
 * the **solutions edition** publishes the executed notebooks as they are;
 * the **student edition** publishes a copy made the way nbgrader makes a release:
   solution regions replaced by the stub, hidden-test regions removed, worked solutions
-  (cells tagged `solution-text`) dropped, every output (reference results, plots) kept.
+  and demos built on the solutions (cells tagged `solutions-only`) dropped, the outputs of cells
+  that show a student's answers (tagged `answer-output`) dropped, every other output kept.
   The content is removed from the notebook itself, not hidden with tags, and the
   "download source" buttons and `_sources/` are switched off in this edition.
 

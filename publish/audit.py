@@ -36,7 +36,7 @@ def secrets(source: nbformat.NotebookNode, public: str | None = None, min_chars:
     public = public_text([source]) if public is None else public
     found: list[str] = []
     for cell in source.cells:
-        if cells.is_worked_solution(cell):
+        if cells.is_solutions_only(cell):
             found += _phrases(cell.source)
         elif cell.cell_type == "code" and cells.nbgrader_meta(cell):
             found += [line.strip() for line in cells.solution_lines(cell.source) + cells.hidden_tests(cell.source)]
@@ -56,7 +56,7 @@ def public_text(notebooks: Iterable[nbformat.NotebookNode], pages: Iterable[Path
     parts = [page.read_text() for page in pages]
     for nb in notebooks:
         for cell in nb.cells:
-            if not cells.is_worked_solution(cell):
+            if not cells.is_solutions_only(cell):
                 kept = nbformat.from_dict(cell)
                 kept.source = cells.strip_solutions(cells.strip_hidden_tests(cell.source))
                 parts.append(_notebook_text(nbformat.v4.new_notebook(cells=[kept])))

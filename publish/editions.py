@@ -19,8 +19,9 @@ SKIP_PARTS = {".git", ".venv", "_build", "__pycache__", ".ipynb_checkpoints", "n
 
 
 def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student's view of an (executed) chapter: nbgrader's release transform, outputs kept."""
-    return cells.release(nb)
+    """The student's view of an (executed) chapter: nbgrader's release transform; outputs kept except
+    where they show answers (`coursenb.cells.student_view`)."""
+    return cells.student_view(nb)
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

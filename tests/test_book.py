@@ -87,7 +87,7 @@ def test_edition_configs() -> None:
 
 
 @pytest.mark.parametrize("chapter", select(), ids=lambda c: c.assignment)
-def test_student_notebook_is_the_release_with_outputs_kept(chapter: Chapter) -> None:
+def test_student_notebook_is_the_release_with_outputs_kept_unless_they_show_answers(chapter: Chapter) -> None:
     source = chapter.read()
     for k, cell in enumerate(source.cells):  # stand-in outputs, as an execution leaves them
         if cell.cell_type == "code":
@@ -96,12 +96,13 @@ def test_student_notebook_is_the_release_with_outputs_kept(chapter: Chapter) -> 
     by_id = {c.id: c for c in student.cells}
     for cell in source.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if cells.is_worked_solution(cell):
+        if cells.is_solutions_only(cell):
             assert cell.id not in by_id, "worked solutions are dropped"
             continue
         twin = by_id[cell.id]
         if cell.cell_type == "code":
-            assert twin.outputs == cell.outputs, "outputs are kept"
+            expected = [] if cells.shows_answers(cell) else cell.outputs
+            assert twin.outputs == expected, "outputs are kept, except those that show answers"
         if meta.get("solution") and cell.cell_type == "code":
             stub = [line.strip() for line in twin.source.splitlines()]
             assert all(line in stub for line in cells.CODE_STUB.splitlines()), twin.source

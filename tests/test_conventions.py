@@ -133,6 +133,19 @@ def test_only_the_conventions_module_spells_the_delimiters() -> None:
             if path == Path(cells.__file__).resolve():
                 continue
             text = path.read_text()
-            spelled += [f"{path.relative_to(root)}: {m!r}" for m in (*cells.MARKERS, cells.SOLUTION_TEXT_TAG)
+            spelled += [f"{path.relative_to(root)}: {m!r}" for m in (*cells.MARKERS, cells.SOLUTIONS_ONLY, cells.ANSWER_OUTPUT)
                         if f'"{m}' in text or f"'{m}" in text or f"### {m}" in text]
     assert not spelled, spelled
+
+
+def test_student_view_drops_solutions_only_cells_and_answer_outputs() -> None:
+    nb = _notebook()
+    demo = nbformat.v4.new_code_cell("plot(answer())", id="demo", metadata={"tags": [cells.ANSWER_OUTPUT]})
+    demo.outputs = [nbformat.v4.new_output("stream", name="stdout", text="the reference's answer: 1\n")]
+    kept = nbformat.v4.new_code_cell("print(2)", id="kept")
+    kept.outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    worked = nbformat.v4.new_markdown_cell("The answer is 1.", id="worked", metadata={"tags": [cells.SOLUTIONS_ONLY]})
+    nb.cells += [demo, kept, worked]
+    view = {c.id: c for c in cells.student_view(nb).cells}
+    assert "worked" not in view and view["demo"].outputs == [] and view["kept"].outputs == kept.outputs
+    assert "demo" in {c.id for c in cells.release(nb).cells} and "worked" not in {c.id for c in cells.release(nb).cells}
