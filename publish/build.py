@@ -72,9 +72,9 @@ def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bo
             sphinx.finish(edition, proc, strict)
         timings["sphinx"], clock = time.perf_counter() - clock, time.perf_counter()
         if "student" in {e.name for e in chosen}:
-            leaks = audit_student(Edition("student"), executed, toc)
+            leaks = audit_student(Edition("student"), executed, toc, log=log)
             if leaks:
-                raise BookError("the student edition shows solutions:\n" + "\n".join(leaks[:20]))
+                raise BookError(f"the student edition shows solutions ({len(leaks)} findings):\n" + "\n".join(leaks[:40]))
         for edition in chosen:
             remote = audit_offline(edition.html)
             if remote:
