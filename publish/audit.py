@@ -185,6 +185,20 @@ def audit_answers(edition: Edition, sources: dict[str, nbformat.NotebookNode],
     docs, files = served(edition, folders)
     return audit(docs, sources, files)
 
+def audit_offline(html_dir: Path) -> list[str]:
+    """Pages and assets that would load something from another host, or name a CDN."""
+    problems = []
+    for path in sorted(html_dir.rglob("*")):
+        rel = path.relative_to(html_dir).as_posix()
+        if not path.is_file() or rel.startswith(MATHJAX_DIR) or path.suffix not in {".html", ".js", ".css"}:
+            continue
+        text = path.read_text(errors="ignore")
+        for pattern in (REMOTE_LOAD, CDN):
+            for match in pattern.finditer(text):
+                problems.append(f"{rel}: {text[max(0, match.start() - 60):match.end() + 60]!r}")
+    return problems
+
+
 def main() -> int:
     """`python -m publish.audit`: audit the last build's student edition again and print the figures."""
     import sys
