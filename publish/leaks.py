@@ -9,8 +9,11 @@ kit's source (`attnlab/`, as the release zip ships it). It is searched four ways
   inline code, text outputs, and runs of formula-like text in prose (at most
   `MAX_CANDIDATE` characters each). Every candidate that uses only a question's variables
   (and contains '=' when the question asks for an equation) is judged by the grader's own
-  judge (`autograder.judge.judge`) as if a student had submitted it. Questions of a kind
-  without variables (index equations) are judged on every candidate that is an equation.
+  judge (`autograder.judge.judge`) as if a student had submitted it. A candidate in a single
+  size (`2L`, `L[2]`) is that size, not its order: it counts only written as an order
+  (`O(L)`, `Θ(L)`). Questions of a kind without variables (index equations) are judged on
+  every index equation (`Key[h,t,k] = ...`), every run of them (a set of equations, up to
+  `MAX_EQUATIONS` characters) and every einsum spec the text holds.
 * **Solution code by its defining calls.** Each call in a solution region that has a
   constant argument (an einsum spec, a `dim`, a stride) is reduced to a signature: the
   function's name and its constants, operand names and whitespace dropped, einsum indices
@@ -231,6 +234,36 @@ def doc_candidates(doc: Doc) -> set[str]:
     return found
 
 
+MAX_EQUATIONS = 3000  # characters in a candidate set of index equations
+_INDEX_EQUATION = re.compile(r"^\s*[^\s=\[\]]+\s*\[[^\]]*\]\s*=[^=]")
+
+
+def equation_candidates(text: str) -> set[str]:
+    """Candidates for index-equation questions in `text`: each index equation (`Key[h,t,k] = ...`), each run of
+    consecutive ones (a set of equations), and each einsum spec (`"hka,hkb->hab"`)."""
+    found: set[str] = set()
+    for chunk in [text, *(s for s in spans(text) if "\n" in s)]:
+        run: list[str] = []
+        for line in chunk.split("\n") + [""]:
+            if _INDEX_EQUATION.match(line):
+                run.append(line.strip())
+                if len(line.strip()) <= MAX_CANDIDATE * 3:
+                    found.add(line.strip())
+            else:
+                if len(run) >= 2 and len("\n".join(run)) <= MAX_EQUATIONS:
+                    found.add("\n".join(run))
+                run = []
+    found |= {" ".join(spec.split()) for spec in _EINSUM.findall(text)}
+    found |= {t.strip() for t in re.findall(r"^\s*([A-Za-z, ]+->[A-Za-z ]*(?:\s*/\s*\S+)?)\s*$", text, re.M)}
+    return found
+
+
+def doc_equation_candidates(doc: Doc) -> set[str]:
+    """The index-equation candidates of one document (code: its strings and comments)."""
+    texts = code_texts(doc.text) if doc.kind == "code" else [doc.text]
+    return set().union(*(equation_candidates(t) for t in texts)) if texts else set()
+
+
 def identifiers(candidate: str) -> set[str]:
     """The names a candidate uses, functions and TeX commands left out."""
     names = set()
@@ -448,32 +481,39 @@ def _answer_names(checks: dict) -> dict[str, set[str]]:
     return names
 
 
-def judge_candidates(found: dict[str, list[str]], checks: dict, figures: Figures) -> list[str]:
-    """Every candidate (-> where it is seen) that the judge accepts for a value question."""
+def _judge(name: str, candidate: str) -> tuple[bool, str]:
+    """The grader's verdict on `candidate` submitted as the answer to check `name`."""
     from attnlab.grading import Outcome
     from autograder import judge
 
+    verdict = judge.judge(name, [], [Outcome(value=candidate)])
+    return verdict.passed, verdict.message
+
+
+def judge_candidates(found: dict[str, list[str]], checks: dict, figures: Figures,
+                     equations: dict[str, list[str]] | None = None,
+                     decide: Callable[[str, str], tuple[bool, str]] = _judge) -> list[str]:
+    """Every candidate (-> where it is seen) that the judge accepts for a value question: `found` for
+    questions in named variables (symbolic orders and equations), `equations` (index equations, sets of
+    them, einsum specs) for questions of a kind without variables."""
     hits = []
     questions = _value_checks(checks)
     figures.questions = len(questions)
     for name, check in questions.items():
         variables = tuple(getattr(check, "variables", ()) or ())
         equation = "=" in str(getattr(check, "reference", "="))
-        for candidate, where in found.items():
-            if variables:
-                if not may_answer(candidate, variables, equation):
-                    continue
-            elif not ("=" in candidate and "[" in candidate):
+        for candidate, where in (found if variables else (equations or {})).items():
+            if variables and not may_answer(candidate, variables, equation):
                 continue
             figures.judged += 1
             try:
-                verdict = judge.judge(name, [], [Outcome(value=candidate)])
+                passed, message = decide(name, candidate)
             except Exception:  # noqa: BLE001 - a judge that cannot read it does not accept it
                 continue
-            if verdict.passed:
+            if passed:
                 more = f" (and {len(where) - 3} more places)" if len(where) > 3 else ""
                 hits.append(f"{'; '.join(where[:3])}{more}: {candidate!r} is a correct answer to {name} "
-                            f"({verdict.message})")
+                            f"({message})")
     return hits
 
 
@@ -531,15 +571,19 @@ def audit(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], files: int
 
     # symbolic and equation answers, in any form the judge accepts
     found: dict[str, list[str]] = {}
-    cache: dict[tuple[str, str], set[str]] = {}
+    equations: dict[str, list[str]] = {}
+    index_questions = any(not getattr(c, "variables", None) for c in _value_checks(checks).values())
+    cache: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
     for doc in docs:
         key = (doc.kind, doc.text)
         if key not in cache:
-            cache[key] = doc_candidates(doc)
-        for candidate in cache[key]:
+            cache[key] = doc_candidates(doc), doc_equation_candidates(doc) if index_questions else set()
+        for candidate in cache[key][0]:
             found.setdefault(candidate, []).append(doc.where)
-    figures.candidates = len(found)
-    hits += judge_candidates(found, checks, figures)
+        for candidate in cache[key][1]:
+            equations.setdefault(candidate, []).append(doc.where)
+    figures.candidates = len(found) + len(equations)
+    hits += judge_candidates(found, checks, figures, equations)
 
     # solution code by its defining calls
     public = {ch: public_code(nb) for ch, nb in sources.items()}

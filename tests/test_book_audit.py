@@ -160,3 +160,31 @@ def test_the_release_notebooks_and_the_kit_give_no_answer_away() -> None:
     print(findings.figures)
     assert findings.figures.judged and findings.figures.solution_calls and findings.figures.values
     assert not findings.hits, "\n".join(findings.hits)
+
+
+def test_index_equation_questions_are_judged_on_equations_sets_and_einsum_specs() -> None:
+    """A question kind without variables (the index-equation answers) is judged on every index equation, every
+    set of them and every einsum spec; here with a stand-in judge that accepts the merged W~Q."""
+
+    class EquationQuestion:  # a check kind that names no variables
+        reference = "WQt[h,a,b] = sum_k WQ[h,k,a] * WK[h,k,b] / sqrt(K)"
+
+    accepted = {"hka,hkb->hab", "Wt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)",
+                "A[h,k,t] = sum_j WQ[h,k,j] * M[t,j]\nWt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)"}
+
+    def decide(name: str, candidate: str) -> tuple[bool, str]:
+        assert name == "ch3.WQ_TILDE"
+        return candidate in accepted, "accepted" if candidate in accepted else "no"
+
+    docs = [Doc("kit.py", 'def merge(A, B):\n    return torch.einsum("hka,hkb->hab", A, B)\n', "code"),
+            Doc("page", "Write\n\n    A[h,k,t] = sum_j WQ[h,k,j] * M[t,j]\n"
+                        "    Wt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)\n\nand so on.", "prose")]
+    equations: dict[str, list[str]] = {}
+    for doc in docs:
+        for candidate in leaks.doc_equation_candidates(doc):
+            equations.setdefault(candidate, []).append(doc.where)
+    figures = Figures()
+    hits = leaks.judge_candidates({}, {"ch3.WQ_TILDE": EquationQuestion()}, figures, equations, decide=decide)
+    assert len(hits) == 3 and figures.judged == len(equations) >= 3, (hits, sorted(equations))
+    assert any(h.startswith("kit.py") and "'hka,hkb->hab'" in h for h in hits)
+    assert sum(h.startswith("page") for h in hits) == 2, "the equation alone and the set of two"
