@@ -14,8 +14,8 @@ from publish import downloads
 from publish.contents import is_notebook, published_name, published_toc, source_of, toc_documents
 from publish.layout import ANNOUNCEMENT, CONFIG, ROOT, Edition
 
-ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv", ".bib"}
-ASSET_DIRS = ("images", "figures", "img")
+ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv", ".bib", ".css"}
+ASSET_DIRS = ("images", "figures", "img", "_static")  # _static/*.css: the book's styles (no .js: see FIELD_NOTES)
 SKIP_PARTS = {".git", ".venv", "_build", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 
 
