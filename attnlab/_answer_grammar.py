@@ -101,8 +101,10 @@ index: LSQB sum RSQB
 ?radicand: LBRACE sum RBRACE            -> group
     | LPAR sum RPAR                     -> group
     | bare
-frac: FRAC fraction_part fraction_part
-?fraction_part: LBRACE sum RBRACE       -> group
+frac: FRAC numerator denominator       // \frac12 is \frac{1}{2}: one character per part
+?numerator: LBRACE sum RBRACE           -> group
+    | FRAC_CHAR
+?denominator: LBRACE sum RBRACE         -> group
     | FRAC_CHAR
 
 // VAR, FUNC (split from WORD and WRAPPED), GVAR and GNUM (a name or number written
