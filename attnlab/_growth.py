@@ -386,7 +386,7 @@ class Orders:
         try:
             return self.order(expr)
         except AnswerError as first:
-            if not _has_subtraction(expr) or _expanded_size(expr) > MAX_EXPANDED_TERMS:
+            if not _has_subtraction(expr) or expanded_size(expr) > MAX_EXPANDED_TERMS:
                 raise
             expanded = sympy.expand(sympy.expand_log(expr, force=True))
             if expanded == expr:
@@ -503,16 +503,16 @@ def _has_subtraction(expr: sympy.Basic) -> bool:
     return False
 
 
-def _expanded_size(expr: sympy.Basic) -> int:
+def expanded_size(expr: sympy.Basic) -> int:
     """An upper estimate of the number of terms sympy.expand produces from `expr`."""
     if isinstance(expr, sympy.Add):
-        return sum(_expanded_size(a) for a in expr.args)
+        return sum(expanded_size(a) for a in expr.args)
     if isinstance(expr, sympy.Mul):
-        return math.prod(_expanded_size(a) for a in expr.args)
+        return math.prod(expanded_size(a) for a in expr.args)
     if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp > 0:
-        n, k = int(expr.exp), _expanded_size(expr.base)
+        n, k = int(expr.exp), expanded_size(expr.base)
         return math.comb(n + k - 1, n) if k <= MAX_EXPANDED_TERMS and n <= MAX_EXPONENT else MAX_EXPANDED_TERMS + 1
-    return max([1, *(_expanded_size(a) for a in expr.args)])
+    return max([1, *(expanded_size(a) for a in expr.args)])
 
 
 def order_of(expr: sympy.Expr, sizes: Sizes, what: str, clock: Clock) -> Order:

@@ -61,7 +61,7 @@ from attnlab._answer_grammar import (
     GRAMMAR, MAX_DEPTH, MAX_DIGITS, MAX_EXPONENT, MAX_LENGTH, AnswerError, cap, parse, show, validate_variables,
 )
 from attnlab._growth import (
-    MAX_TERMS, Clock, Levels, Mono, Order, Sizes, levels, lex_cmp, order_of, size_key, sizes_under,
+    MAX_TERMS, Clock, Levels, Mono, Order, Sizes, expanded_size, levels, lex_cmp, order_of, size_key, sizes_under,
 )
 
 __all__ = ["GRAMMAR", "AnswerError", "Result", "check_answer", "parse_answer"]
@@ -246,6 +246,8 @@ def _check_equation(answer: object, reference: sympy.Eq, variables: Sequence[str
     student = parse(answer, variables, "your answer")
     if not isinstance(student, sympy.Eq):
         return Result(False, "Your answer should be an equation, with '=' between two expressions.")
+    if expanded_size(student.lhs - student.rhs) > MAX_EQUATION_TERMS:
+        return Result(False, "Your equation is too complicated for me to compare; please write it more simply.")
     ds = sympy.expand(student.lhs - student.rhs)
     if ds == 0:
         return Result(False, "Your equation holds for every value of the variables, so it states no condition.")
