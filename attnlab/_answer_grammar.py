@@ -153,7 +153,6 @@ _SUPERSCRIPTS = {"²": 2, "³": 3}
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _LETTERS = re.compile(r"[A-Za-z]+")
 _WRAPPED_NAME = re.compile(r"\{\s*([A-Za-z][A-Za-z0-9]*)\s*\}|([A-Za-z])$")
-_NUMBERS = frozenset({"NUMBER", "GNUM", "VULGAR"})
 _GLUE_AFTER = frozenset({"VAR", "GVAR", "NUMBER", "GNUM", "VULGAR"})
 _OPERATORS = frozenset({"PLUS", "MINUS", "TIMES", "DIVIDE", "POW", "SUPERSCRIPT", "EQ", "REL"})
 _CLOSERS = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
@@ -369,7 +368,7 @@ def _only_prefix_parts(func: Token, rest: list[object]) -> bool:
             i += 1
         elif i < len(kinds) and kinds[i] == mark:
             i += 1
-            while i < len(kinds) and kinds[i] not in ("POW", "SUB") and i < len(kinds):
+            while i < len(kinds) and kinds[i] not in ("POW", "SUB"):
                 i += 1
     return i == len(kinds)
 

@@ -44,8 +44,8 @@ size against a logarithm of another (``X*Y*log(X)`` against ``X^2 + Y^2*log(Y)^2
 not recognised as lower order, and such an answer is refused, never wrongly accepted.
 Judging is bounded: an answer longer than `MAX_LENGTH` characters, nested more than
 `MAX_DEPTH` deep, with a written exponent over `MAX_EXPONENT`, a number over
-`MAX_DIGITS` digits, more than `MAX_TERMS` terms, or whose judging takes longer than
-`TIME_BUDGET` seconds is refused with one sentence saying so.
+`MAX_DIGITS` digits, more than `MAX_TERMS` terms, or whose judging takes more than
+`TIME_BUDGET` seconds of CPU time is refused with one sentence saying so.
 """
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 import sympy
+from sympy.polys.polyerrors import BasePolynomialError
 
 from attnlab._answer_grammar import (
     GRAMMAR, MAX_DEPTH, MAX_DIGITS, MAX_EXPONENT, MAX_LENGTH, AnswerError, cap, parse, show, validate_variables,
@@ -64,11 +65,13 @@ from attnlab._growth import (
     MAX_TERMS, Clock, Levels, Mono, Order, Sizes, expanded_size, levels, lex_cmp, order_of, size_key, sizes_under,
 )
 
-__all__ = ["GRAMMAR", "AnswerError", "Result", "check_answer", "parse_answer"]
+__all__ = [
+    "GRAMMAR", "MAX_DEPTH", "MAX_DIGITS", "MAX_EXPONENT", "MAX_LENGTH", "MAX_TERMS", "TIME_BUDGET",
+    "AnswerError", "Result", "check_answer", "parse_answer",
+]
 
 TIME_BUDGET = 2.0   # seconds to judge one answer
 MAX_SHOWN = 4       # terms named in a message
-_LIMITS = (MAX_DEPTH, MAX_DIGITS, MAX_EXPONENT, MAX_LENGTH, MAX_TERMS)  # documented above
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Result:
 
 # --------------------------------------------------------------------------- messages
 
-def _renderlevels(v: str, lev: Levels) -> list[str]:
+def _render_levels(v: str, lev: Levels) -> list[str]:
     """The factors of one variable in a term: ['J^2', 'log(J)']."""
     out = []
     for k, x in enumerate(lev):
@@ -99,7 +102,7 @@ def _render_mono(m: Mono, variables: Sequence[str]) -> str:
     names = [v for v in [*variables, *sorted(set(pairs) - set(variables))] if v in pairs]
     depth = max([len(lev) for lev in pairs.values()] + [0])
     factors = [f for k in range(depth) for v in names
-               for f in _renderlevels(v, tuple(Fraction(0) if i != k else x for i, x in enumerate(pairs[v])))]
+               for f in _render_levels(v, tuple(Fraction(0) if i != k else x for i, x in enumerate(pairs[v])))]
     return "*".join(factors) or "1"
 
 
@@ -123,7 +126,7 @@ def _join(words: Sequence[str], conj: str = "or") -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conj} {words[-1]}"
 
 
-def _inorder_of(names: Iterable[str], variables: Sequence[str]) -> list[str]:
+def _in_order(names: Iterable[str], variables: Sequence[str]) -> list[str]:
     """`names` in the order of `variables`."""
     order = {v: k for k, v in enumerate(variables)}
     return sorted(names, key=lambda v: (order.get(v, len(order)), v))
@@ -143,18 +146,18 @@ def _slowness(student: Order, missing: Sequence[Mono], variables: Sequence[str])
             together.update(v for v, lev in r if lex_cmp(lev, ()) > 0)
     parts: list[str] = []
     if absent:
-        parts.append(f"it does not grow with {_join(_inorder_of(absent, variables))}")
+        parts.append(f"it does not grow with {_join(_in_order(absent, variables))}")
     if slow:
-        parts.append(f"it grows too slowly in {_join(_inorder_of(slow, variables), 'and')}")
+        parts.append(f"it grows too slowly in {_join(_in_order(slow, variables), 'and')}")
     if together and not parts:
-        parts.append(f"it grows too slowly when {_join(_inorder_of(together, variables), 'and')} grow together")
+        parts.append(f"it grows too slowly when {_join(_in_order(together, variables), 'and')} grow together")
     return " and ".join(parts) or "it grows too slowly"
 
 
 def _fastness(too_big: Sequence[Mono], reference: Order, variables: Sequence[str]) -> str:
     """' in T' when the too-large terms grow faster than the expected order in particular variables."""
     fast = {v for s in too_big for v, lev in s if all(lex_cmp(lev, levels(r, v)) > 0 for r in reference)}
-    return f" in {_join(_inorder_of(fast, variables), 'and')}" if fast else ""
+    return f" in {_join(_in_order(fast, variables), 'and')}" if fast else ""
 
 
 def _compare(student: Order, reference: Order, sizes: Sizes, variables: Sequence[str], clock: Clock) -> Result:
@@ -201,7 +204,7 @@ def _zero_set(difference: sympy.Expr, what: str, extension: Sequence[sympy.Expr]
         if poly.total_degree() > MAX_EQUATION_DEGREE or len(poly.terms()) > MAX_EQUATION_TERMS:
             raise AnswerError(f"{cap(what)} is too complicated to compare; write it as a simpler equation.")
         _, factors = sympy.factor_list(poly, extension=list(extension) or None)
-    except (sympy.PolynomialError, NotImplementedError, ValueError, TypeError):
+    except (BasePolynomialError, NotImplementedError, ValueError, TypeError):
         return None
     zero = set()
     for factor, _ in factors:
@@ -283,11 +286,15 @@ def parse_answer(answer: object, variables: Sequence[str], what: str = "your ans
     An expression must also be an order this module can compare (positive, a sum of
     products of powers and logarithms of the variables); an equation is only parsed.
     """
-    expr = parse(answer, variables, what)
-    if isinstance(expr, sympy.Eq):
-        return expr
     sizes = sizes_under(validate_variables(variables), tuple(relations))
-    order_of(expr, sizes, what, Clock(TIME_BUDGET, what))  # type: ignore[arg-type]
+    try:
+        expr = parse(answer, variables, what)
+        if not isinstance(expr, sympy.Eq):
+            order_of(expr, sizes, what, Clock(TIME_BUDGET, what))  # type: ignore[arg-type]
+    except AnswerError:
+        raise
+    except Exception:  # noqa: BLE001  (a student's answer gets a sentence, never a traceback)
+        raise AnswerError(f"I could not read {what}; please write it more simply.") from None
     return expr  # type: ignore[return-value]
 
 
@@ -326,5 +333,5 @@ def check_answer(answer: object, reference: str, variables: Sequence[str], relat
         return _compare(order_of(student, sizes, "your answer", clock), ref_order, sizes, names, clock)  # type: ignore[arg-type]
     except AnswerError as error:
         return Result(False, str(error))
-    except (RecursionError, MemoryError, ArithmeticError, TypeError, ValueError, AttributeError):
+    except Exception:  # a student's answer never crashes the grader  # noqa: BLE001
         return Result(False, "I could not read your answer; please write it more simply.")
