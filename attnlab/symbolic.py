@@ -155,9 +155,13 @@ def _slowness(student: Order, missing: Sequence[Mono], variables: Sequence[str])
 
 
 def _fastness(too_big: Sequence[Mono], reference: Order, variables: Sequence[str]) -> str:
-    """' in T' when the too-large terms grow faster than the expected order in particular variables."""
+    """Where the too-large terms outgrow the expected order: ' in T' when single variables do,
+    else ' when L, T and J grow together'."""
     fast = {v for s in too_big for v, lev in s if all(lex_cmp(lev, levels(r, v)) > 0 for r in reference)}
-    return f" in {_join(_in_order(fast, variables), 'and')}" if fast else ""
+    if fast:
+        return f" in {_join(_in_order(fast, variables), 'and')}"
+    together = {v for s in too_big for v, lev in s if lex_cmp(lev, ()) > 0}
+    return f" when {_join(_in_order(together, variables), 'and')} grow together" if len(together) > 1 else ""
 
 
 def _compare(student: Order, reference: Order, sizes: Sizes, variables: Sequence[str], clock: Clock) -> Result:

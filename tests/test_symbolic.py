@@ -236,6 +236,10 @@ def _positive(names: tuple[str, ...]) -> dict[str, sympy.Symbol]:
     ("L*(J+K+T)**2", ["too large", "L*J^2"]),
     ("L*(J+K)", ["does not grow with T"]),
     ("L*(J+K+T) + H", ["its term H grows faster"]),
+    ("L*T*J", ["not the expected order", "when L, T and J grow together", "does not grow with K"]),
+    ("L*T^2 + L*J + L*K", ["too large", "L*T^2", "in T"]),
+    ("L*(J + K + T)*log(T)", ["too large", "in T"]),
+    ("log(L)*(J + K + T)", ["too small", "grows too slowly in L"]),
 ])
 def test_messages_are_specific(answer: str, needles: list[str]) -> None:
     """A rejection says, in the student's own terms, what is too big or which growth is missing."""
