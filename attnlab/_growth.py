@@ -130,13 +130,17 @@ class Relation:
     equality: bool
 
 
+Form = dict[int, Fraction]            # a linear form in the certificate's unknowns: {column: coefficient}
+Obj = str | tuple[str, str]           # what must be lexicographically >= 0: a size, or a pair (a, b) with a <= b
+
+
 class Sizes:
     """The sizes (variables, and the extra names their relations use) and what the relations imply.
 
     In logarithms u_v = log v, a relation is a linear constraint and the admissible
-    directions of growth form a cone D. For the logarithmic levels, `below` lists the
-    pairs (a, b) with log a <= c * log b + c' (a does not grow unless b does), which
-    bound log log a by log log b and so on.
+    directions of growth form a cone D. Two kinds of consequences serve the logarithmic
+    levels: `ordered` lists the pairs (a, b) with log a <= log b + c (d_a <= d_b on D), and
+    `below` the other pairs with log a <= c log b + c' (d_b = 0 forces d_a = 0 on D).
     """
 
     def __init__(self, names: tuple[str, ...], relations: tuple[Relation, ...]) -> None:
@@ -144,8 +148,9 @@ class Sizes:
         self.names, self.relations = names, relations
         self.free = frozenset(v for v in names if all(self.allows(r, v) for r in relations))
         self.directions = self.simple_directions()
-        self.below = tuple((a, b) for a in names for b in names
-                           if a != b and a not in self.free and self.bounded_by(a, b))
+        pairs = [(a, b) for a in names for b in names if a != b and a not in self.free]
+        self.ordered = tuple(p for p in pairs if self.at_most(*p))
+        self.below = tuple(p for p in pairs if p not in self.ordered and self.bounded_by(*p))
         self.cache: dict[tuple[Mono, tuple[Mono, ...], bool], bool] = {}
 
     def simple_directions(self) -> tuple[frozenset[str], ...]:
@@ -170,8 +175,9 @@ class Sizes:
         c = dict(r.coeffs).get(v, Fraction(0))
         return c == 0 if r.equality else c >= 0
 
-    def cone_rows(self, column: dict[str, int]) -> list[tuple[dict[int, Fraction], Fraction]]:
-        """The rows (A d <= 0) of the cone D of directions of growth."""
+    def cone_rows(self) -> list[tuple[Form, Fraction]]:
+        """The rows (A d <= 0) of the cone D of directions of growth, d_v in column names.index(v)."""
+        column = {v: k for k, v in enumerate(self.names)}
         rows = []
         for r in self.relations:
             row = {column[v]: -c for v, c in r.coeffs}
@@ -180,11 +186,18 @@ class Sizes:
                 rows.append(({j: -c for j, c in row.items()}, Fraction(0)))
         return rows
 
+    def at_most(self, a: str, b: str) -> bool:
+        """Whether d_a <= d_b in every direction of growth (so log a <= log b + c)."""
+        i, j = self.names.index(a), self.names.index(b)
+        simplex = ({k: Fraction(1) for k in range(len(self.names))}, Fraction(1))
+        value, _ = maximize({i: Fraction(1), j: Fraction(-1)}, [*self.cone_rows(), simplex])
+        return value <= 0
+
     def bounded_by(self, a: str, b: str) -> bool:
         """Whether a cannot grow while b stays bounded (max d_a over D with d_b = 0 is 0)."""
-        column = {v: k for k, v in enumerate(self.names)}
-        rows = self.cone_rows(column) + [({column[b]: Fraction(1)}, Fraction(0)), ({column[a]: Fraction(1)}, Fraction(1))]
-        value, _ = maximize({column[a]: Fraction(1)}, rows)
+        i, j = self.names.index(a), self.names.index(b)
+        rows = [*self.cone_rows(), ({j: Fraction(1)}, Fraction(0)), ({i: Fraction(1)}, Fraction(1))]
+        value, _ = maximize({i: Fraction(1)}, rows)
         return value == 0
 
     def dominated(self, m: Mono, others: Sequence[Mono], strict: bool, clock: Clock) -> bool:
@@ -209,80 +222,83 @@ class Sizes:
         return verdict
 
     def certified(self, m: Mono, others: tuple[Mono, ...], strict: bool, clock: Clock) -> bool:
-        """Whether a certificate exists: weights λ (a convex combination of `others`) and
-        multipliers of the relations such that, variable by variable, sum λ_j o_j - m
-        minus the relations is lexicographically >= 0 (> 0 in some variable when strict).
+        """Whether a certificate exists: weights λ >= 0 with sum λ = s > 0 (a convex combination
+        of `others`, scaled) and multiples of the relations, such that for every size v the
+        vector (over levels) sum λ_j o_j(v) - s m(v) - (relations) is lexicographically >= 0,
+        and > 0 for some size when `strict`. Then s log m <= sum λ_j log o_j + C.
 
-        The lexicographic condition is reached level by level: a linear program finds
-        which variables' current level can be made positive; the others must be 0 there
-        and move on to their next level, until nothing changes.
+        The lexicographic conditions are met level by level: a linear program finds which
+        objects (sizes, and the multiplier vectors of ordered pairs) can be made positive at
+        their current level; the others must be 0 there and move to their next level.
         """
         depth = max([len(lev) for term in (m, *others) for _, lev in term] + [1])
         forms, ncols = self.forms(m, others, depth)
         scale = len(others)
-        level = {v: 0 for v in self.names}
+        objects: list[Obj] = [*self.names, *self.ordered]
+        level = {obj: 0 for obj in objects}
         while True:
-            for v in self.names:
-                while level[v] < depth and not forms.get((v, level[v])):
-                    level[v] += 1
-            rows: list[tuple[dict[int, Fraction], Fraction]] = []
-            weights = {j: Fraction(1) for j in range(len(others))}
-            rows.append(({**weights, scale: Fraction(-1)}, Fraction(0)))
-            rows.append(({**{j: -w for j, w in weights.items()}, scale: Fraction(1)}, Fraction(0)))
-            targets: list[tuple[str, dict[int, Fraction]]] = [("", {scale: Fraction(1)})]
-            for v in self.names:
-                for k in range(min(level[v], depth)):
-                    f = forms.get((v, k), {})
-                    if f:
-                        rows.append((dict(f), Fraction(0)))
-                        rows.append(({j: -c for j, c in f.items()}, Fraction(0)))
-                if level[v] < depth:
-                    f = forms[(v, level[v])]
-                    rows.append(({j: -c for j, c in f.items()}, Fraction(0)))
-                    targets.append((v, f))
+            for obj in objects:
+                while level[obj] < depth and not forms.get((obj, level[obj])):
+                    level[obj] += 1
+            weights = {j: Fraction(1) for j in range(scale)}
+            rows: list[tuple[Form, Fraction]] = [({**weights, scale: Fraction(-1)}, Fraction(0)),
+                                                 ({**_negated(weights), scale: Fraction(1)}, Fraction(0))]
+            targets: list[tuple[Obj | None, Form]] = [(None, {scale: Fraction(1)})]
+            for obj in objects:
+                for k in range(min(level[obj], depth)):
+                    if f := forms.get((obj, k)):
+                        rows += [(dict(f), Fraction(0)), (_negated(f), Fraction(0))]
+                if level[obj] < depth:
+                    f = forms[(obj, level[obj])]
+                    rows.append((_negated(f), Fraction(0)))
+                    targets.append((obj, f))
             objective = {}
-            for i, (_, f) in enumerate(targets):
-                t = ncols + i
-                rows.append(({t: Fraction(1), **{j: -c for j, c in f.items()}}, Fraction(0)))
-                rows.append(({t: Fraction(1)}, Fraction(1)))
-                objective[t] = Fraction(1)
+            for i, (_, f) in enumerate(targets):  # t_i <= f_i, t_i <= 1: maximising sum t_i finds every f_i that can be > 0
+                rows += [({ncols + i: Fraction(1), **_negated(f)}, Fraction(0)), ({ncols + i: Fraction(1)}, Fraction(1))]
+                objective[ncols + i] = Fraction(1)
             _, x = maximize(objective, rows, clock.tick)
-            positive = {name for i, (name, _) in enumerate(targets) if x.get(ncols + i, 0) > 0}
-            if "" not in positive:
+            positive = [obj for i, (obj, _) in enumerate(targets) if x.get(ncols + i, 0) > 0]
+            if None not in positive:
                 return False
-            stuck = [v for v, _ in targets[1:] if v not in positive]
+            stuck = [obj for obj, _ in targets[1:] if obj not in positive]
             if not stuck:
-                return not strict or len(positive) > 1
-            for v in stuck:
-                level[v] += 1
+                return not strict or any(isinstance(obj, str) for obj in positive)
+            for obj in stuck:
+                level[obj] += 1
 
-    def forms(self, m: Mono, others: tuple[Mono, ...], depth: int) -> tuple[dict[tuple[str, int], dict[int, Fraction]], int]:
-        """The linear forms (in λ, the scale s and the multipliers) of each (variable, level) of the certificate."""
-        forms: dict[tuple[str, int], dict[int, Fraction]] = {}
+    def forms(self, m: Mono, others: tuple[Mono, ...], depth: int) -> tuple[dict[tuple[Obj, int], Form], int]:
+        """The linear forms (in λ, the scale s and the multipliers) of each (object, level) of the certificate,
+        and the number of columns used."""
+        forms: dict[tuple[Obj, int], Form] = {}
 
-        def add(v: str, k: int, column: int, c: Fraction) -> None:
-            """forms[v, k][column] += c."""
-            if c:
-                f = forms.setdefault((v, k), {})
-                f[column] = f.get(column, Fraction(0)) + c
-                if not f[column]:
-                    del f[column]
+        def add(obj: Obj, k: int, column: int, c: Fraction) -> None:
+            """forms[obj, k][column] += c."""
+            f = forms.setdefault((obj, k), {})
+            f[column] = f.get(column, Fraction(0)) + c
+            if not f[column]:
+                del f[column]
 
         for j, o in enumerate(others):
             for v, lev in o:
                 for k, x in enumerate(lev):
                     add(v, k, j, x)
-        scale = len(others)
         for v, lev in m:
             for k, x in enumerate(lev):
-                add(v, k, scale, -x)
-        column = scale + 1
-        for r in self.relations:
+                add(v, k, len(others), -x)
+        column = len(others) + 1
+        for r in self.relations:  # sum c_v u_v >= 0 (or = 0): a multiple of it is subtracted at the power level
             for sign in ((1, -1) if r.equality else (1,)):
                 for v, c in r.coeffs:
                     add(v, 0, column, -sign * c)
                 column += 1
-        for k in range(1, depth):
+        for a, b in self.ordered:  # w · (L(u_b) - L(u_a)) >= -C for any w >= 0 lexicographically
+            for k in range(depth):
+                for sign in (1, -1):
+                    add(b, k, column, Fraction(-sign))
+                    add(a, k, column, Fraction(sign))
+                    add((a, b), k, column, Fraction(sign))
+                    column += 1
+        for k in range(1, depth):  # log^k a <= log^k b + C, level by level
             for a, b in self.below:
                 add(b, k, column, Fraction(-1))
                 add(a, k, column, Fraction(1))
@@ -301,6 +317,11 @@ class Sizes:
             if self.dominated(m, others, False, clock):
                 kept.remove(m)
         return frozenset(kept)
+
+
+def _negated(f: Form) -> Form:
+    """-f."""
+    return {j: -c for j, c in f.items()}
 
 
 class TooManyTerms(ArithmeticError):

@@ -321,6 +321,7 @@ COURSE_ACCEPT: dict[str, list[str]] = {
         "L (J + T + K + H + 1)", "L*(J + T) + L*sqrt(H*K)", "L*max(J, T)", "L*(J+K+T) - L*K", "L*(J + K + T)*(1 + 1/T)",
         "L*(J+K+T) + L*log(H)", "L*(J + T) + K", r"L \cdot (J + T + H)", "L*(J + K + T) + log(L)*log(T)*log(J)",
         "L*(J + K + T) + L*H*K/J", "L*(J + T) + L*K^2/J", "L*(J + T + H^2/J)", "L J + L T + J + T", "LT + LJ + LK + LH",
+        "L*(J + T) + L*K*log(J)/log(K)", "L*(J + T) + L*sqrt(H*K)*log(J)/log(K)", "L*(J + T + K*log(log(J))/log(log(K)))",
     ],
     "ch1.PARALLEL_TIME_LOG": [
         "L*log(H*J*K*T)", "L*(log J + log K + log T) + log(H)", "L*(log J + log K + log T) + log(log T)", "L*log(JKT)",
@@ -350,7 +351,7 @@ COURSE_REJECT: dict[str, list[str]] = {
         "L*J^2 + L*T", "L*(J + K + T) + L^2", "L*(J + K + T) + J*T", "(L + 1)*(J + T) * K", "L*(J + K + T) / log(L)",
         "L*(J/H + K + T)", "L + T", "L + J", "J + T", "L*J", "L*K", "L*H", "L*(K + H)", "L*(J + K)", "L*(T + H)",
         "L*(J + T) + J^2", "L*(J + T)*H", "L*(J + T)/log(J)", "L*(J + T)*log(J)", "L*(sqrt(J) + T)", "L*(J + sqrt(T))",
-        "L*(J + T*log(T))", "L*(J*log(J) + T)", "L^2*J + L*T", "L*T + L^2*J", "L*(J + K + T)*H/J", "L*(J+K+T)/T", "(L*(J+K+T))^2",
+        "L*(J + T*log(T))", "L*(J*log(J) + T)", "L^2*J + L*T", "L*T + L^2*J", "L*(J + T) + L*K*log(K)", "L*(J + T) + L*H*log(H)", "L*(J + K + T)*H/J", "L*(J+K+T)/T", "(L*(J+K+T))^2",
         "L*(J^(1/2) + K + T)", "L*(J + K^2 + T)", "L*log(J) + L*T", "L*(J + K + T + T^2)", "L*(J + K + T) + L*J*log(J)",
         "L*(J + K) + T", "L*(J + K + T) + L*T^(3/2)", "L*(J + T*K)",
     ],
