@@ -671,3 +671,6 @@ def parse(answer: object, variables: Sequence[str], what: str, relations_allowed
         raise AnswerError(f"{cap(what)} is undefined: it divides by zero "
                           "or takes the logarithm of a number that is not positive.")
     return expr
+
+
+_parser()  # built at import, so that a grading worker forks children that already have it
