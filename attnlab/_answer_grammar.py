@@ -625,7 +625,10 @@ def validate_variables(variables: Sequence[str]) -> tuple[str, ...]:
 
 
 def _as_text(answer: object, what: str) -> str:
-    """The answer as a string: a str, or a (small) sympy expression or equation written out."""
+    """The answer as a plain string: a str (a subclass is copied as a plain str, so its own methods never
+    run), or a small sympy expression or equation written out."""
+    if isinstance(answer, str):
+        return str.__str__(answer)
     if isinstance(answer, sympy.Basic):
         nodes = 0
         for _ in sympy.preorder_traversal(answer):

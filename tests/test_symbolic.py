@@ -262,6 +262,36 @@ def test_bad_reference_raises() -> None:
         check_answer("L", "N", CH1)
 
 
+def test_string_subclass_is_read_as_plain_text() -> None:
+    """A str subclass with lying methods is judged by its characters only."""
+    class Liar(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def strip(self, chars: str | None = None) -> str:
+            return "L*(J + K + T)"
+
+        def __str__(self) -> str:
+            return "L*(J + K + T)"
+
+        __hash__ = str.__hash__
+
+    assert not check_answer(Liar("L"), SERIAL, CH1).ok
+    assert check_answer(Liar("L(J+K+T)"), SERIAL, CH1).ok
+
+
+def test_corpus_wrong_answers_stay_wrong() -> None:
+    """The wrong symbolic answers of the grading corpus still lose their points under the relations."""
+    for name, answer in [("ch1.PARALLEL_TIME_SERIAL", "L*T"), ("ch1.PARALLEL_TIME_LOG", "log(L*J*K*T)"),
+                         ("ch1.SOFTMAX_TIME", "log(T)"), ("ch1.SOFTMAX_TIME_PRACTICE", "K*log(T)"),
+                         ("ch1.LAYER_TIME_PRACTICE", "J*log(T)"), ("ch3.EQUAL_WHEN", "K = J"), ("ch3.EQUAL_WHEN", "K = 2*J"),
+                         ("ch6.CNN_TIME", "T"), ("ch6.CNN_TIME", "L*log(T)"), ("ch6.RNN_TIME", "T*L"),
+                         ("ch2.SPATIAL_TIME_LAYER", "X*Y + J + K"), ("ch2.SPATIAL_TIME_LAYER", "log(X) + log(J) + log(K)"),
+                         ("ch2.SPATIAL_TIME", "L + log(X) + log(Y) + log(J) + log(K)")]:
+        ref = ANSWERS[name]
+        assert not check_answer(answer, ref.answer, ref.variables, ref.relations).ok, (name, answer)
+
+
 def test_sympy_object_answer() -> None:
     """A sympy expression is accepted as if written as its string."""
     L, J, K, T = sympy.symbols("L J K T")
