@@ -114,7 +114,8 @@ frac: FRAC numerator denominator       // \frac12 is \frac{1}{2}: one character 
 NUMBER: /\d+(\.\d*)?|\.\d+/
 VULGAR: /[½⅓⅔¼¾⅕⅙⅛]/
 WORD: /[A-Za-z][A-Za-z0-9]*/
-WRAPPED.3: /\\(mathcal|mathrm|mathit|mathbf|mathsf|operatorname|textrm|textit|text)\s*(\{\s*[A-Za-z][A-Za-z0-9]*\s*\}|[A-Za-z])/
+WRAPPED.3: /\\(mathcal|mathrm|mathit|mathbf|mathsf|operatorname|textrm|textit|text)\s*/ WRAPPED_NAME
+WRAPPED_NAME: /(\{\s*[A-Za-z][A-Za-z0-9]*\s*\}|[A-Za-z])/
 FUNC_LATEX.3: /\\(log|ln|lg|max|Theta)(?![A-Za-z])/ | "Θ" | "𝒪"
 ROOT.3: /\\sqrt(?![A-Za-z])/ | "√"
 FRAC.3: /\\[dt]?frac(?![A-Za-z])/
@@ -136,8 +137,11 @@ LSQB: "["
 RSQB: "]"
 LBRACE: "{" | /\\\{/
 RBRACE: "}" | /\\\}/
-SPACE.3: /\s+/ | "$" | /\\[,;:! ]/ | /\\(left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|quad|qquad|limits|middle)(?![A-Za-z])\s*\.?/
+SPACE.3: /\s+/ | "$" | /\\[,;:! ]/
+SIZING.3: /\\(left|right|middle|displaystyle|limits|quad|qquad)(?![A-Za-z])\s*\.?/
+    | /\\[Bb]igg?[lr]?(?![A-Za-z])\s*\.?/
 %ignore SPACE
+%ignore SIZING
 """
 
 FUNCTION_WORDS: dict[str, str] = {
@@ -148,7 +152,8 @@ _LATEX_FUNCTIONS: dict[str, str] = {
     "\\log": "log", "\\ln": "log", "\\lg": "log2", "\\max": "max", "\\Theta": "O", "Θ": "O", "𝒪": "O",
 }
 _KNOWN_FUNCTIONS = "log, ln, log2, sqrt, max and O( )"
-_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅙": (1, 6), "⅛": (1, 8)}
+_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4),
+           "⅕": (1, 5), "⅙": (1, 6), "⅛": (1, 8)}
 _SUPERSCRIPTS = {"²": 2, "³": 3}
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _LETTERS = re.compile(r"[A-Za-z]+")

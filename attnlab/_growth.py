@@ -253,9 +253,10 @@ class Sizes:
                     rows.append((_negated(f), Fraction(0)))
                     targets.append((obj, f))
             objective = {}
-            for i, (_, f) in enumerate(targets):  # t_i <= f_i, t_i <= 1: maximising sum t_i finds every f_i that can be > 0
-                rows += [({ncols + i: Fraction(1), **_negated(f)}, Fraction(0)), ({ncols + i: Fraction(1)}, Fraction(1))]
-                objective[ncols + i] = Fraction(1)
+            for i, (_, f) in enumerate(targets):  # t_i <= f_i and t_i <= 1: max sum t_i finds each f_i that can be > 0
+                t = ncols + i
+                rows += [({t: Fraction(1), **_negated(f)}, Fraction(0)), ({t: Fraction(1)}, Fraction(1))]
+                objective[t] = Fraction(1)
             _, x = maximize(objective, rows, clock.tick)
             positive = [obj for i, (obj, _) in enumerate(targets) if x.get(ncols + i, 0) > 0]
             if None not in positive:

@@ -309,7 +309,8 @@ def _reference(reference: str, variables: tuple[str, ...], relations: tuple[str,
         ref = parse(reference, variables, "the reference")
         if isinstance(ref, sympy.Eq):
             return ref, None
-        return ref, order_of(ref, sizes_under(variables, relations), "the reference", Clock(10 * TIME_BUDGET, "the reference"))  # type: ignore[arg-type]
+        clock = Clock(10 * TIME_BUDGET, "the reference")
+        return ref, order_of(ref, sizes_under(variables, relations), "the reference", clock)  # type: ignore[arg-type]
     except AnswerError as error:
         raise ValueError(f"invalid reference answer {reference!r}: {error}") from None
 
@@ -334,7 +335,8 @@ def check_answer(answer: object, reference: str, variables: Sequence[str], relat
             return Result(False, "Your answer is an equation, but this question asks for an order of growth, "
                                  "without '='.")
         clock = Clock(TIME_BUDGET, "your answer")
-        return _compare(order_of(student, sizes, "your answer", clock), ref_order, sizes, names, clock)  # type: ignore[arg-type]
+        order = order_of(student, sizes, "your answer", clock)  # type: ignore[arg-type]
+        return _compare(order, ref_order, sizes, names, clock)
     except AnswerError as error:
         return Result(False, str(error))
     except Exception:  # a student's answer never crashes the grader  # noqa: BLE001

@@ -70,6 +70,8 @@ ACCEPT: list[tuple[str, str, tuple[str, ...]]] = [
     ("T*log(T)", r"\mathcal{O}(T \ln T)", ("T",)), ("T*log(T)", r"\operatorname{log}(T) T", ("T",)),
     ("T^2", r"T^{2}", ("T",)), ("T^2", "T**2", ("T",)), ("T*J", r"T \ast J", CH1), ("T/J", r"T \div J", CH1),
     ("T", r"\Theta\bigl(T\bigr)", ("T",)), ("T + J", r"T + \mathrm{J}", CH1), ("J*T", "2.5 J T", CH1),
+    ("T*J", r"T \Biggl( J \Biggr)", CH1), ("T*J", r"\left. T \right. \quad J", CH1), ("T*J", r"\mathrm T \, \mathit{J}", CH1),
+    ("T*J", r"\displaystyle T \cdot J", CH1), ("T + J", r"T + \text{J}", CH1), ("T*J", r"\{T\} J", CH1),
 ]
 
 REJECT: list[tuple[str, str, tuple[str, ...]]] = [
