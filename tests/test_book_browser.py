@@ -1,4 +1,4 @@
-"""Both editions of the book in a real browser: headless Chromium (Debian's `chromium` and
+r"""Both editions of the book in a real browser: headless Chromium (Debian's `chromium` and
 `chromium-driver`) driven by selenium, every page served from 127.0.0.1 with every other
 host unreachable (as offline).
 
