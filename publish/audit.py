@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
+import json
 import re
 import zipfile
 from collections.abc import Iterable
@@ -165,6 +167,44 @@ def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None
     if log is not None:
         log(f"book: answer audit of the {edition.name} edition: {findings.figures}")
     return problems + findings.hits
+
+
+# What the audit's verdict depends on besides the built edition: the kit, the checks and the judge,
+# the references, the notebook conventions, the chapters, and the audit itself.
+AUDIT_INPUTS = ("attnlab", "autograder/checks", "autograder/judge.py", "autograder/cli.py", "solutions", "coursenb",
+                "chapters", "publish/leaks.py", "publish/audit.py")
+
+
+def _audit_key(edition: Edition) -> str | None:
+    """sha256 over the edition's Sphinx stamp (its staged files) and AUDIT_INPUTS; None if it has no stamp."""
+    stamp = edition.out / "built-from.sha256"
+    if not stamp.is_file():
+        return None
+    h = hashlib.sha256(stamp.read_bytes())
+    for entry in AUDIT_INPUTS:
+        base = ROOT / entry
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def audit_student_cached(edition: Edition, executed: dict[Path, Path], toc: dict | None = None,
+                         log=print) -> list[str]:
+    """`audit_student`, or its last result when neither the built edition nor what the audit reads changed."""
+    key, record = _audit_key(edition), edition.out / "audit.json"
+    if key is not None and record.is_file():
+        with contextlib.suppress(ValueError, KeyError):
+            last = json.loads(record.read_text())
+            if last["key"] == key:
+                log(f"book: answer audit of the {edition.name} edition unchanged: {last['figures']}")
+                return list(last["problems"])
+    figures: list[str] = []
+    problems = audit_student(edition, executed, toc, log=lambda line: (figures.append(line), log(line)))
+    if key is not None:
+        record.write_text(json.dumps({"key": key, "problems": problems,
+                                      "figures": figures[-1].split(": ", 1)[-1] if figures else ""}, indent=1))
+    return problems
 
 
 def served(edition: Edition, folders: list[tuple[Path, str]] | None = None) -> tuple[list[Doc], int]:

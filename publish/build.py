@@ -15,7 +15,7 @@ import yaml
 
 from coursenb import chapters
 from publish import sphinx
-from publish.audit import audit_offline, audit_student
+from publish.audit import audit_offline, audit_student_cached
 from publish.contents import notebook_docs, read_toc, source_of, toc_documents
 from publish.editions import stage
 from publish.execute import execute_all
@@ -76,7 +76,7 @@ def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bo
             sphinx.finish(edition, proc, strict)
         timings["sphinx"], clock = time.perf_counter() - clock, time.perf_counter()
         if "student" in {e.name for e in chosen}:
-            leaks = audit_student(Edition("student"), executed, toc, log=log)
+            leaks = audit_student_cached(Edition("student"), executed, toc, log=log)
             if leaks:
                 message = f"the student edition shows solutions ({len(leaks)} findings):\n" + "\n".join(leaks[:40])
                 if fail_on_leaks:

@@ -269,6 +269,19 @@ def test_the_student_edition_gives_no_answer_away(editions) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
+def test_the_build_audits_again_only_when_what_it_reads_changes(editions, monkeypatch) -> None:
+    student, executed, lines = layout.Edition("student"), execute.executed_copies(), []
+    first = audit.audit_student_cached(student, executed, log=lines.append)
+    again = audit.audit_student_cached(student, executed, log=lines.append)
+    assert again == first and "unchanged" in lines[-1], lines
+    key = audit._audit_key(student)
+    monkeypatch.setattr(audit, "_audit_key", lambda edition: key + "-changed")  # a chapter or the kit edited
+    lines.clear()
+    assert audit.audit_student_cached(student, executed, log=lines.append) == first
+    assert lines and "unchanged" not in lines[-1], lines
+
+
 PLANTED_PAGE = r"<p>Hint: one layer after another, \(\mathcal{O}\big(L\,(T + K + J)\big)\).</p>"
 
 
