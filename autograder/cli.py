@@ -102,10 +102,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except collect.CollectError as exc:
         raise CliError(str(exc)) from None
     _register_students(args.course, result.students)
-    rows = [[p.student, p.assignment, p.notebook, "late" if p.late else "", status, p.entry.path.name]
+    rows = [[p.student, p.assignment, p.notebook, _local_time(p.entry.timestamp, args.course),
+             "LATE (LMS)" if p.late else "", "by content" if p.how == "content" else "", status, p.entry.path.name]
             for p, status in result.placed]
-    _print(table(["student", "chapter", "notebook", "late", "status", "from"], rows,
+    _print(table(["student", "chapter", "notebook", "uploaded", "late", "placed", "status", "from"], rows,
                  title=f"collected {len(rows)} submission(s) into {args.course / 'submitted'}"))
+    if result.notes:
+        _print()
+        _print(table(["file", "note"], result.notes, title="placed by content (the file name matched no notebook)"))
     if result.problems:
         _print()
         _print(table(["file", "problem"], result.problems,
@@ -114,6 +118,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _print(f"\n{counts['new']} new, {counts['replaced']} replaced, {counts['unchanged']} unchanged, "
            f"{len(result.problems)} problem(s); {len(result.students)} student(s)")
     return 0
+
+
+def _local_time(when, course_dir: Path) -> str:
+    """A time in the course's time zone, to the minute."""
+    from autograder import config
+
+    try:
+        tz = config.load(course_dir).timezone
+    except config.ConfigError:
+        tz = None
+    return when.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if when is not None else "-"
 
 
 def _register_students(course_dir: Path, students: dict[str, str | None]) -> None:

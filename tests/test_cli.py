@@ -132,25 +132,27 @@ def test_collect_lms_zip_with_junk_and_duplicates(capsys, released, tmp_path) ->
         zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 105, f"{NB}-1.ipynb"), (2025, 1, 1, 10, 0, 0)), nb)
         zf.writestr(canvas("roe", 12, 200, f"{NB}.ipynb", late=True), nb)
         zf.writestr(canvas("roe", 12, 201, "notes.txt"), b"hello")
-        zf.writestr(canvas("poe", 13, 300, "ch9_other.ipynb"), nb)
+        zf.writestr(canvas("poe", 13, 300, "ch9_other.ipynb"), nb)  # a renamed ch1 notebook: placed by content
+        zf.writestr(canvas("zoe", 15, 500, "ch9_other.ipynb"), b'{"cells": []}')
         zf.writestr(canvas("moe", 14, 400, f"{NB}.ipynb"), b'{"cells": [')
         zf.writestr("__MACOSX/._junk", b"\0")
         zf.writestr("readme.pdf", b"%PDF")
     code, out, err = run(capsys, "collect", src, "--course", course_dir)
     assert code == 0, err
     placed = sorted(p.parent.parent.name for p in (course_dir / "submitted").glob(f"*/ch1/{NB}.ipynb"))
-    assert placed == ["doejane", "moe", "roe"]  # moe's file is unreadable: placed, it will score 0
+    assert placed == ["doejane", "moe", "poe", "roe"]  # moe's file is unreadable: placed, it will score 0
     assert (course_dir / "submitted" / "doejane" / "ch1" / f"{NB}.ipynb").read_bytes() == nb  # the later one
     for words in ("duplicate of doejane", "not a notebook (notes.txt)", "unknown chapter ch9",
                   "not a readable notebook", "not a notebook (readme.pdf)"):
         assert words in out, words
     assert "__MACOSX" not in out
     assert "5 problem(s)" in out and "it will score 0" in out
+    assert f"ch9_other.ipynb placed as ch1/{NB}.ipynb by its content" in out
     with_ids = {r[0]: r[1] for r in _students(course_dir)}
-    assert with_ids == {"doejane": "11", "roe": "12", "poe": "13", "moe": "14"}
+    assert with_ids == {"doejane": "11", "roe": "12", "poe": "13", "moe": "14", "zoe": "15"}
     # collecting again changes nothing
     code, out, _ = run(capsys, "collect", src, "--course", course_dir)
-    assert code == 0 and "0 new, 0 replaced, 3 unchanged" in out
+    assert code == 0 and "0 new, 0 replaced, 4 unchanged" in out
 
 
 def _students(course_dir: Path) -> list[tuple[str, str | None]]:
@@ -255,8 +257,9 @@ def test_example_class_is_deterministic_and_collects(capsys, released, tmp_path,
     code, out, _ = run(capsys, "collect", class_zip, "--course", course_dir)
     assert code == 0
     placed = sorted(p.name for p in (course_dir / "submitted").iterdir())
-    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "john", "margaret", "niklaus"]
-    for words in ("duplicate of grace", "not a notebook", "wrong name ch1_final_version.ipynb",
+    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "john", "linus",
+                      "margaret", "niklaus"]
+    for words in ("duplicate of grace", "not a notebook", f"ch1_final_version.ipynb placed as ch1/{NB}.ipynb by its content",
                   "not a readable notebook"):
         assert words in out
     # the folder form carries the same files
