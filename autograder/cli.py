@@ -3,7 +3,8 @@
     autograder release [--chapters ch1 ch2] [-o release.zip]
     autograder example-class [--zip FILE | --to DIR]
     autograder collect SRC [SRC ...]          # a folder (nbgrader submitted/ layout) or an LMS zip
-    autograder grade [--student ID] [--assignment chN] [--workers N]
+    autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
+    autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN]
     autograder export --format csv|canvas -o FILE [--cells]
     autograder report
@@ -45,8 +46,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"no chapters found in {CHAPTERS}")
     names = [c.assignment for c in chosen]
+    from autograder import config
+
+    policy = config.read_policy_block(course_dir)  # the course's due dates and late policy survive a release
     course.init_course(course_dir, names)
+    config.write_policy_block(course_dir, policy or config.policy_block("UTC", {}, config.LatePolicy()))
     notebooks = course.release(course_dir, names)
+    _sync_due_dates(course_dir)
     out = Path(args.output) if args.output else course_dir / "release.zip"
     write_release_zip(notebooks, out)
     _print(table(["chapter", "student notebook"], [[c.assignment, str(p)] for c, p in zip(chosen, notebooks)],
@@ -69,6 +75,75 @@ def write_release_zip(notebooks: list[Path], out: Path) -> Path:
                                   "cells marked YOUR CODE HERE, run the visible tests, and submit the notebook\n"
                                   "under its original file name:\n" + "".join(f"  {nb.name}\n" for nb in notebooks))
     return out
+
+
+def _sync_due_dates(course_dir: Path) -> None:
+    """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
+    from autograder import config, late
+    from autograder.grades import gradebook
+
+    cfg = config.load(course_dir)
+    with gradebook(course_dir) as gb:
+        late.sync_due_dates(gb, cfg)
+
+
+# ----------------------------------------------------------------------------- deadlines
+
+def cmd_deadlines(args: argparse.Namespace) -> int:
+    """Show, or set, the due dates and the late policy (the policy block of nbgrader_config.py)."""
+    from autograder import config
+
+    _require_course(args.course)
+    cfg = config.load(args.course)
+    block = config.read_policy_block(args.course) or ""
+    tz_name = args.timezone or _setting(block, "Deadlines.timezone") or "UTC"
+    tz = config.timezone(tz_name)
+    due = {a: when.astimezone(tz).strftime("%Y-%m-%d %H:%M") for a, when in cfg.due.items()}
+    assignments = _assignments(args.course)
+    for item in args.due or []:
+        name, sep, when = item.rpartition("=")
+        targets = [name] if sep else assignments
+        for a in targets:
+            if a not in assignments:
+                raise CliError(f"no assignment {a!r} in this course (it has {', '.join(assignments) or 'none'})")
+            if when.strip().lower() in ("", "none"):
+                due.pop(a, None)
+            else:
+                config.parse_time(when, tz, f"--due {item}")
+                due[a] = when.strip()
+    policy = cfg.late
+    if args.late or args.per_day is not None or args.cap is not None or args.grace is not None:
+        policy = config.late_policy({
+            "kind": (args.late or policy.kind).replace("-", "_"),
+            "per_day": _fraction(args.per_day, "--per-day") if args.per_day is not None else policy.per_day,
+            "cap": _fraction(args.cap, "--cap") if args.cap is not None else policy.cap,
+            "grace_minutes": args.grace if args.grace is not None else policy.grace.total_seconds() / 60})
+    changed = args.due or args.timezone or policy != cfg.late
+    if changed:
+        config.write_policy_block(args.course, config.policy_block(tz_name, due, policy))
+        cfg = config.load(args.course)
+        _sync_due_dates(args.course)
+    rows = [[a, cfg.due[a].astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if a in cfg.due else "-"]
+            for a in assignments]
+    _print(table(["chapter", "due"], rows, title=f"due dates ({tz_name}){'; updated' if changed else ''}"))
+    _print(f"late policy: {cfg.late.describe()}")
+    return 0
+
+
+def _setting(block: str, name: str) -> str | None:
+    import re
+
+    m = re.search(rf"^c\.{re.escape(name)} = '([^']*)'", block, re.M)
+    return m[1] if m else None
+
+
+def _fraction(text: str, option: str) -> float:
+    """'10%' or '0.1' as 0.1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise CliError(f"{option} expects a percentage such as 10% (or a fraction such as 0.1), got {text!r}") from None
+    return value
 
 
 # ----------------------------------------------------------------------------- example class
@@ -146,7 +221,10 @@ def _register_students(course_dir: Path, students: dict[str, str | None]) -> Non
 # ----------------------------------------------------------------------------- grade
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    """Grade every submitted, not yet graded notebook with the trusted engine (resumable)."""
+    """Grade every submitted, not yet graded notebook with the trusted engine (resumable); apply the late
+    policy. With --force, grade again what the other options select (one student, one notebook)."""
+    from autograder import gradinglog, late
+
     _require_course(args.course)
     submitted = args.course / "submitted"
     students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
@@ -167,12 +245,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from autograder.engine import EngineError
     except ImportError:
         EngineError = CliError  # noqa: N806 - an engine without its error type
+    _sync_due_dates(args.course)
+    before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(args.course)}
     try:
         summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
-                        progress=not args.quiet)
+                        progress=not args.quiet, force=args.force)
     except EngineError as exc:
         raise CliError(str(exc)) from None
+    late.apply(args.course)
     _print(describe_summary(summary))
+    if args.force:
+        _print_regrades(before, gradinglog.read_all(args.course), args)
     _print()
     cmd_gradebook(args)
     failed = int(getattr(summary, "failed", 0) or 0)
@@ -181,6 +264,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
               "again to retry them", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _print_regrades(before: dict, after: list, args: argparse.Namespace) -> None:
+    """What a forced regrade changed, notebook by notebook (the earlier logs stay in the grading log's history)."""
+    rows = []
+    for lg in after:
+        if (args.student and lg.student != args.student) or (args.assignment and lg.assignment != args.assignment):
+            continue
+        old = before.get((lg.student, lg.assignment, lg.notebook))
+        was = f"{old.score:g}/{old.max_score:g} ({old.graded_at})" if old else "-"
+        rows.append([lg.student, lg.notebook, was, f"{lg.score:g}/{lg.max_score:g}",
+                     "same" if old and old.score == lg.score else "changed" if old else "new"])
+    if rows:
+        _print()
+        _print(table(["student", "notebook", "was", "now", ""], rows,
+                     title="regraded (earlier gradings kept under \"history\" in grading_log.json)"))
 
 
 def describe_summary(summary: object) -> str:
@@ -212,18 +311,43 @@ def _load_graded(course_dir: Path):  # -> grades.Class
 
 
 def cmd_gradebook(args: argparse.Namespace) -> int:
-    """The gradebook: student x assignment totals."""
+    """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
+    from autograder.collect import Manifest
+
     cls = _load_graded(args.course)
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
+    _, unplaced = Manifest.read(args.course)
+    why_missing = {}
+    for u in unplaced:
+        if u.student:
+            why_missing.setdefault(u.student, u.reason)
     rows = []
     for student in sorted(cls.students):
         mine = [totals[student, a] for a in assignments]
-        cells = ["-" if t.status == "missing" else f"{t.score:g}" + ("*" if t.status == "ungraded" else "") for t in mine]
-        rows.append([student, *cells, f"{sum(t.score for t in mine):g}"])
-    headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}"]
+        cells = [_gradebook_cell(t) for t in mine]
+        note = why_missing.get(student, "") if any(t.status == "missing" for t in mine) else ""
+        rows.append([student, *cells, f"{sum(t.score for t in mine):g}", note])
+    headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}", "note"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
-                                      "* = some cells not scored)"))
+                                      "* = some cells not scored yet (manual grading), L = late)"))
+    late_rows = [[t.student, t.assignment, t.lateness.describe(), f"{t.raw_score:g}", f"-{t.penalty:g}", f"{t.score:g}"]
+                 for (_, a), t in sorted(totals.items()) if t.lateness and t.lateness.late]
+    if late_rows:
+        _print()
+        _print(table(["student", "chapter", "lateness", "raw", "penalty", "final"], late_rows,
+                     title=f"late work (policy: {cls.late_policy.describe()})"))
+    if unplaced:
+        _print()
+        _print(table(["student", "file", "why it was not placed"],
+                     [[u.student or "?", u.origin, u.reason] for u in unplaced],
+                     title=f"{len(unplaced)} file(s) collected but not placed (kept in {Manifest.path(args.course)})"))
     return 0
+
+
+def _gradebook_cell(t) -> str:
+    if t.status == "missing":
+        return "-"
+    return f"{t.score:g}" + ("*" if t.status == "ungraded" else "") + ("L" if t.lateness and t.lateness.late else "")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -330,7 +454,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--student", help="only this student")
     p.add_argument("--assignment", help="only this assignment (e.g. ch1)")
     p.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again what is selected, even if graded (e.g. --student ada --assignment ch1); "
+                        "earlier gradings stay in the grading log's history")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = add("deadlines", cmd_deadlines, "show or set due dates and the late policy")
+    p.add_argument("--due", action="append", metavar="[CHAPTER=]DATE",
+                   help="due date, e.g. ch1='2025-01-31 23:00' (all chapters without CHAPTER=; 'none' removes it)")
+    p.add_argument("--timezone", help="zone of due dates and LMS zip times without an offset (e.g. Europe/Zurich)")
+    p.add_argument("--late", choices=["none", "per-day"], help="late policy: none (marked only) or per-day")
+    p.add_argument("--per-day", help="points lost per started day late, e.g. 10%%")
+    p.add_argument("--cap", help="the most lateness costs, e.g. 50%%")
+    p.add_argument("--grace", type=float, metavar="MINUTES", help="this late still counts as on time")
 
     p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
     p.add_argument("--student", help="only this student")

@@ -8,6 +8,7 @@ engine on two submissions when the engine is installed.
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -327,34 +328,134 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     gradinglog.write(folder, NotebookLog(student, "ch1", NB, None, None, "2025-01-31T23:00:00Z", cells, execution_time=1.0))
 
 
+DUE = "2025-01-31 23:00"
+SUBMITTED = {  # student -> (upload time, the LMS's late mark): grace 2 days late, ada 10 minutes (grace period)
+    "ada": ("2025-01-31 23:10", False), "alan": ("2025-01-31 20:00", False), "edsger": ("2025-01-30 09:00", False),
+    "grace": ("2025-02-02 22:00", True)}
+
+
 @pytest.fixture(scope="module")
 def graded(released, tmp_path_factory) -> Path:
-    """A copy of the course with four students graded (no kernel: grades written directly)."""
+    """A copy of the course with four students graded (no kernel: grades written directly), a due date, a
+    late policy of 10% a started day (cap 50%, 15 minutes' grace), and grace's work two days late."""
+    import datetime as dt
+
+    from autograder import late
+    from autograder.grades import gradebook
+
     course_dir = fresh(released, tmp_path_factory.mktemp("graded"))
+    assert cli.main(["deadlines", "--course", str(course_dir), "--due", f"ch1={DUE}", "--late", "per-day",
+                     "--per-day", "10%", "--cap", "50%", "--grace", "15"]) == 0
     for student, lost in SCORES.items():
         fake_grade(course_dir, student, lost)
-    with __import__("autograder.grades", fromlist=["gradebook"]).gradebook(course_dir) as gb:
+    with gradebook(course_dir) as gb:
         gb.update_or_create_student("ken", lms_user_id="1012")  # collected, but nothing placed
+        gb.update_or_create_student("grace", first_name="Grace", last_name='=HYPERLINK("http://evil","Hopper")')
+        for student, (when, _) in SUBMITTED.items():
+            gb.find_submission("ch1", student).timestamp = dt.datetime.fromisoformat(when)
+        gb.db.commit()
+    records = {f"{s}/ch1/{NB}": {"student": s, "assignment": "ch1", "notebook": NB, "origin": "x", "file": "x",
+                                 "uploaded_at": when.replace(" ", "T") + ":00Z", "lms_late": lms, "lms_user_id": None,
+                                 "sha256": "", "how": "name"} for s, (when, lms) in SUBMITTED.items()}
+    unplaced = {"zip:ken": {"origin": f"zip:ken_1012_9_{NB}.py", "reason": f"not a notebook ({NB}.py)",
+                            "student": "ken", "assignment": None, "collected_at": ""}}
+    (course_dir / "collected.json").write_text(json.dumps({"submissions": records, "unplaced": unplaced}))
+    late.apply(course_dir)
     return course_dir
 
 
 def test_gradebook_table(capsys, graded) -> None:
     code, out, _ = run(capsys, "gradebook", "--course", graded)
     assert code == 0
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line.strip()}
-    assert rows["ada"] == ["11", "11"] and rows["alan"] == ["7", "7"] and rows["edsger"] == ["0", "0"]
-    assert rows["ken"] == ["-", "0"]
+    table_lines = out.split("\n\n")[0].splitlines()[3:]
+    rows = {line.split()[0]: line.split()[1:] for line in table_lines if line.strip()}
+    assert rows["ada"] == ["11L", "11"] and rows["alan"] == ["7", "7"] and rows["edsger"] == ["0", "0"]
+    assert rows["grace"] == ["5.8L", "5.8"]  # 8 raw, 2 started days late: 20% of 11 points
+    assert rows["ken"][:2] == ["-", "0"] and " ".join(rows["ken"][2:]) == f"not a notebook ({NB}.py)"
+    late_table = out[out.index("late work (policy: 10% of the points per started day late, at most 50%; 15 min grace)"):]
+    assert re.search(r"grace\s+ch1\s+1 d 23 h late\s+8\s+-2.2\s+5.8", late_table)
+    assert re.search(r"ada\s+ch1\s+10 min late, within the grace period\s+11\s+-0\s+11", late_table)
+    assert f"ken_1012_9_{NB}.py" in out and "1 file(s) collected but not placed" in out
+
+
+def test_late_policy_is_what_nbgrader_sees(graded) -> None:
+    """The penalty sits in nbgrader's own columns: its gradebook agrees on lateness and penalty."""
+    from autograder.grades import gradebook
+
+    with gradebook(graded) as gb:
+        sub = gb.find_submission("ch1", "grace")
+        assert sub.assignment.duedate.isoformat() == "2025-01-31T23:00:00"
+        assert sub.total_seconds_late == pytest.approx(47 * 3600)
+        assert sub.notebooks[0].late_submission_penalty == pytest.approx(2.2)
+        assert gb.find_submission("ch1", "alan").notebooks[0].late_submission_penalty in (None, 0)
+
+
+@pytest.mark.parametrize("uploaded, lms, expected_days, words", [
+    ("2025-01-31 22:59", False, 0, "on time"),
+    ("2025-01-31 23:14", False, 0, "within the grace period"),
+    ("2025-01-31 23:16", False, 1, "16 min late"),
+    ("2025-02-01 23:00", False, 1, "1 d late"),
+    ("2025-02-01 23:01", False, 2, "1 d late"),
+    ("2025-02-15 00:00", False, 15, "14 d 1 h late"),
+    ("2025-01-31 20:00", True, 1, "marked by the LMS"),  # the LMS says late, the clocks disagree: the LMS wins
+])
+def test_lateness_and_penalty(uploaded, lms, expected_days, words) -> None:
+    import datetime as dt
+
+    from autograder import config, late
+
+    policy = config.late_policy({"kind": "per_day", "per_day": 0.1, "cap": 0.5, "grace_minutes": 15})
+    utc = dt.UTC
+    lat = late.lateness(dt.datetime.fromisoformat(uploaded).replace(tzinfo=utc),
+                        dt.datetime(2025, 1, 31, 23, 0, tzinfo=utc), lms, policy)
+    assert lat.days == expected_days and words in lat.describe()
+    assert late.penalty(policy, lat, raw=10, max_score=11) == pytest.approx(min(0.5, 0.1 * expected_days) * 11 if
+                                                                            expected_days else 0.0)
+    assert late.penalty(policy, lat, raw=1, max_score=11) <= 1  # never below zero
+    none = config.late_policy({"kind": "none"})
+    assert late.penalty(none, lat, raw=10, max_score=11) == 0
+
+
+def test_bad_late_settings_are_one_line_errors(capsys, graded, tmp_path) -> None:
+    from autograder import config
+
+    course_dir = fresh(graded, tmp_path)
+    config.write_policy_block(course_dir, config.read_policy_block(graded))
+    for argv, words in ((["--due", "ch1=tomorrow"], "not a date"), (["--due", "ch42=2025-01-01"], "ch42"),
+                        (["--per-day", "150%"], "between 0 and 1"), (["--cap", "lots"], "percentage"),
+                        (["--timezone", "Mars/Olympus"], "unknown time zone")):
+        code, _, err = run(capsys, "deadlines", *argv, "--course", course_dir)
+        assert code == 1, argv
+        one_line_error(err, words)
+    code, out, _ = run(capsys, "deadlines", "--course", course_dir)
+    assert code == 0 and "2025-01-31 23:00 UTC" in out and "at most 50%" in out
+
+
+def test_release_keeps_the_course_policy(capsys, graded, tmp_path) -> None:
+    course_dir = fresh(graded, tmp_path)
+    from autograder import config
+
+    block = config.read_policy_block(graded)
+    config.write_policy_block(course_dir, block)
+    assert run(capsys, "release", "--chapters", "ch1", "--course", course_dir)[0] == 0
+    cfg = config.load(course_dir)
+    assert cfg.late.kind == "per_day" and cfg.due["ch1"].isoformat() == "2025-01-31T23:00:00+00:00"
 
 
 def test_export_csv_totals_and_cells(capsys, graded, tmp_path) -> None:
     assert run(capsys, "export", "--format", "csv", "-o", tmp_path / "t.csv", "--course", graded)[0] == 0
     rows = list(csv.DictReader((tmp_path / "t.csv").open()))
     by = {r["student_id"]: r for r in rows}
-    assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"]) == ("7", "11", "graded")
+    assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"], by["alan"]["late"]) == \
+        ("7", "11", "graded", "no")
+    assert (by["grace"]["score"], by["grace"]["raw_score"], by["grace"]["late_penalty"], by["grace"]["late"],
+            by["grace"]["days_late"], by["grace"]["submitted_at"], by["grace"]["due"]) == \
+        ("5.8", "8", "2.2", "yes", "1.96", "2025-02-02T22:00:00Z", "2025-01-31T23:00:00Z")
     assert (by["ken"]["score"], by["ken"]["status"]) == ("", "missing")
     assert run(capsys, "export", "--cells", "-o", tmp_path / "c.csv", "--course", graded)[0] == 0
     cells = list(csv.DictReader((tmp_path / "c.csv").open()))
-    assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score"]
+    assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
+                              "comment"]
     assert len(cells) == 4 * 7
     grace = {r["grade_id"]: r["score"] for r in cells if r["student_id"] == "grace"}
     assert grace["test_transformer"] == "0" and grace["test_self_attention"] == "4"
@@ -366,10 +467,24 @@ def test_export_canvas_matches_canvas_importer_rules(capsys, graded, tmp_path) -
     rows = list(csv.reader(out.open()))
     header = rows[0]
     # lib/gradebook_importer.rb: "Student" then "ID"; SIS User ID needs SIS Login ID; info columns end at "Section"
-    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and header[5:] == ["ch1 (4321)"]
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert header[5:] == ["ch1 (4321)", "ch1 raw score", "ch1 late penalty", "ch1 lateness"]
     assert "Points Possible" in rows[1][0] and rows[1][5] == "11"
+    assert rows[1][6:] == ["(read only)"] * 3  # readonly_assignment?: the importer drops these columns
     by = {r[0]: r for r in rows[2:]}
     assert by["alan"][5] == "7" and by["ken"][1] == "1012" and by["ken"][5] == ""
+    grace = by["'=HYPERLINK(\"http://evil\",\"Hopper\"), Grace"]  # a name from the LMS is not a formula either
+    assert grace[5:] == ["5.8", "8", "2.2", "1 d 23 h late"]
+
+
+def test_csv_cells_never_start_a_formula(tmp_path) -> None:
+    from autograder import export
+
+    for evil in ("=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1", "\r=1"):
+        assert export.neutral(evil) == "'" + evil and export.unquote(export.neutral(evil)) == evil
+    assert export.neutral("ada") == "ada" and export.unquote("'quoted'") == "'quoted'"
+    export._write(tmp_path / "x.csv", ["student", "comment"], [["=evil()", "-1 for units"]])
+    assert (tmp_path / "x.csv").read_text().splitlines()[1] == "'=evil(),'-1 for units"
 
 
 def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:
