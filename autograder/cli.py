@@ -396,18 +396,32 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Summary table per chapter and plots in course/report/."""
+    """Summary per chapter, where the class lost points (per graded cell and per hidden check, with the most
+    common failure messages), and plots in course/report/."""
     from autograder import gradinglog, report
 
     cls = _load_graded(args.course)
     logs = gradinglog.read_all(args.course)
-    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions)"))
-    counts = report.failed_checks(logs)
-    if counts:
+    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions, "
+                                                                             "final scores)"))
+    cells, checks = report.failures(cls, logs, args.course)
+    rows = [[c.assignment, c.grade_id, c.points, c.graded, c.failed, c.how.get("hidden check", 0),
+             c.how.get("visible test or error", 0), c.how.get("stopped or not run", 0) + c.how.get("notebook not run", 0)]
+            for c in cells if c.graded]
+    _print()
+    _print(table(["chapter", "graded cell", "points", "graded", "lost points", "hidden check", "visible test/error",
+                  "stopped/not run"], rows, title="where points were lost, per graded cell (submissions)"))
+    messages = [[c.grade_id, n, m] for c in cells for m, n in c.messages.most_common(3)]
+    if messages:
         _print()
-        _print(table(["hidden check", "submissions failing it"], counts.most_common(10),
-                     title="hidden checks failed most often"))
-    paths = report.plot_all(cls, logs, args.course / "report")
+        _print(table(["graded cell", "submissions", "failure message (numbers as #)"], messages,
+                     title="most common failure messages (up to 3 per cell)"))
+    if checks:
+        _print()
+        _print(table(["hidden check", "cell", "graded", "failed", "check failed", "cell failed before it"],
+                     [[c.name, c.grade_id, c.graded, c.failed, c.failed_check, c.failed_before]
+                      for c in checks if c.graded][:20], title="hidden checks failed most often (submissions)"))
+    paths = report.plot_all(cls, logs, args.course / "report", args.course)
     _print(f"\nplots: {', '.join(str(p) for p in paths)}")
     return 0
 

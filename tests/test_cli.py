@@ -321,9 +321,11 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     folder = course_dir / "autograded" / student / "ch1"
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(source, folder / f"{NB}.ipynb")
+    visible = student == "edsger"  # the release untouched: its visible tests fail first, no hidden check runs
     cells = tuple(CellLog(gid, 0.0 if gid in lost else pts, pts,
-                          f"REASON-{gid}: hidden test ch1.self_attention failed" if gid in lost else "passed",
-                          (f"ch1.{gid[5:]}",) if gid in lost else ())
+                          ("the cell raised NotImplementedError: " if visible else
+                           f"REASON-{gid}: hidden test ch1.self_attention failed") if gid in lost else "passed",
+                          (f"ch1.{gid[5:]}",) if gid in lost and not visible else ())
                   for gid, pts in points.items())
     gradinglog.write(folder, NotebookLog(student, "ch1", NB, None, None, "2025-01-31T23:00:00Z", cells, execution_time=1.0))
 
@@ -512,12 +514,27 @@ def test_report_summary_and_plots(capsys, graded) -> None:
     code, out, _ = run(capsys, "report", "--course", graded)
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("ch1"))
-    # ada 11, alan 7, edsger 0, grace 11 - 2 - 1 = 8: mean 6.5, median 7.5, one full, one zero
-    assert line.split() == ["ch1", "11", "4", "6.5", "7.5", "1", "1"]
-    assert "ch1.self_attention" in out  # the most-failed hidden checks (the instructor's view)
+    # final: ada 11, alan 7, edsger 0, grace 8 raw - 2.2 late = 5.8: mean 5.95, median 6.4, one full, one zero, one late
+    assert line.split() == ["ch1", "11", "4", "5.95", "6.4", "1", "1", "1"]
+    cells = out[out.index("where points were lost"):]
+    # test_self_attention: alan (a hidden check) and edsger (the visible test, before any hidden check ran)
+    assert re.search(r"ch1\s+test_self_attention\s+4\s+4\s+2\s+1\s+1\s+0", cells)
+    checks = out[out.index("hidden checks failed most often"):]
+    assert re.search(r"ch1.self_attention\s+test_self_attention\s+4\s+2\s+1\s+1", checks)
+    messages = out[out.index("most common failure messages"):]
+    assert re.search(r"test_self_attention\s+1\s+the cell raised NotImplementedError", messages)
     pngs = sorted(p.name for p in (graded / "report").glob("*.png"))
     assert pngs == ["ch1_cells.png", "hidden_checks_failed.png", "totals.png"]
     assert all((graded / "report" / p).stat().st_size > 5_000 for p in pngs)
+
+
+def test_report_groups_messages_and_spreads_equal_scores() -> None:
+    from autograder import report
+
+    assert report.group_message("shape (4, 6), expected (4, 8) for 'M'") == \
+        report.group_message("shape (5, 6), expected (5, 9) for 'h'") == "shape (#, #), expected (#, #) for '…'"
+    offsets = report.dot_offsets([5.0, 5.0, 5.0, 7.0])
+    assert len(set(offsets[:3])) == 3 and offsets[3] == 0 and abs(sum(offsets[:3])) < 1e-9
 
 
 # ----------------------------------------------------------------------------- grade (the engine)
