@@ -7,6 +7,8 @@
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN]
     autograder export --format csv|canvas -o FILE [--cells]
+    autograder manual export [--assignment chN] [-o DIR] | autograder manual import FILE
+    autograder similarity [--assignment chN]
     autograder report
     autograder gradebook
 
@@ -154,6 +156,11 @@ def cmd_example_class(args: argparse.Namespace) -> int:
 
     chapters = select(args.chapters)
     release_dir = args.course / "release"
+    if args.add_prose_question:
+        _require_course(args.course)
+        if example_class.add_prose_question(args.course, chapters[0].assignment):
+            _print(f"added the manually graded question {example_class.PROSE_ID} to {chapters[0].assignment} "
+                   f"(source and release of {args.course})")
     have_release = all((release_dir / c.assignment / f"{c.notebook}.ipynb").exists() for c in chapters)
     subs = example_class.build(chapters, release_dir if have_release else None)
     if args.to:
@@ -426,6 +433,58 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_manual(args: argparse.Namespace) -> int:
+    """Manually graded answers: export them (a page per question, a CSV to fill), or import the scores."""
+    from autograder import late, manual
+
+    _require_course(args.course)
+    if args.action == "export":
+        if args.assignment and args.assignment not in _assignments(args.course):
+            raise CliError(f"no assignment {args.assignment!r} in this course")
+        qs = manual.questions(args.course, args.assignment)
+        if not qs:
+            _print("no manually graded cells in this course: nothing to export")
+            return 0
+        out = Path(args.output) if args.output else args.course / "manual"
+        path, pages, n = manual.export(args.course, out, args.assignment)
+        rows = [[q.assignment, q.grade_id, f"{q.points:g}", str(p)] for q, p in zip(qs, pages)]
+        _print(table(["chapter", "question", "points", "answers (HTML)"], rows,
+                     title=f"{n} answer(s) to {len(qs)} question(s)"))
+        _print(f"fill in the score and comment columns of {path}, then: autograder manual import {path}")
+        return 0
+    if not args.file:
+        raise CliError("manual import needs the CSV file: autograder manual import manual_grades.csv")
+    try:
+        rows = manual.import_scores(args.course, Path(args.file))
+    except manual.ManualError as exc:
+        raise CliError(str(exc)) from None
+    late.apply(args.course)  # a penalty depends on the raw score
+    scored = sum(1 for r in rows if r.score is not None)
+    _print(f"imported {scored} score(s) and {sum(1 for r in rows if r.comment)} comment(s) from {args.file} "
+           "into the gradebook (nbgrader's formgrader shows the same)")
+    return 0
+
+
+def cmd_similarity(args: argparse.Namespace) -> int:
+    """Rank every pair of students per assignment by the uncommon code they share; an HTML report."""
+    from autograder import similarity
+
+    _require_course(args.course)
+    if args.assignment and args.assignment not in _assignments(args.course):
+        raise CliError(f"no assignment {args.assignment!r} in this course")
+    if not (args.course / "release").is_dir():
+        raise CliError(f"no release in {args.course}: run `autograder release` first")
+    if not 0 < args.common <= 1:
+        raise CliError("--common must be a fraction between 0 and 1")
+    pairs, counts, path = similarity.run(args.course, args.assignment, args.common)
+    rows = [[a, k, p.a, p.b, p.shared, f"{p.similarity[0]:.0%}", f"{p.similarity[1]:.0%}"]
+            for a, ps in pairs.items() for k, p in enumerate(ps[: args.top], start=1)]
+    _print(table(["chapter", "rank", "student", "student", "shared", "of first", "of second"], rows,
+                 title="most similar pairs (own code only: the release's code and code most students share left out)"))
+    _print(f"\nreport with the code side by side: {path}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- plumbing
 
 def _require_course(course_dir: Path) -> None:
@@ -460,6 +519,9 @@ def parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--zip", type=Path, help="write a Canvas-style zip (default ./example_class.zip)")
     where.add_argument("--to", type=Path, help="write the files into this folder instead")
+    p.add_argument("--add-prose-question", action="store_true",
+                   help="first add a manually graded prose question to the course's first chapter (source and "
+                        "release), for the class to answer, until the chapters have such cells")
 
     p = add("collect", cmd_collect, "place submissions (a folder in nbgrader's layout, or an LMS zip) in the course")
     p.add_argument("sources", nargs="+", type=Path, metavar="SRC")
@@ -492,6 +554,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="store_true", help="one row per student, notebook and graded cell (csv)")
     p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
+
+    p = add("manual", cmd_manual, "manually graded answers: export pages and a CSV to fill, import the scores")
+    p.add_argument("action", choices=["export", "import"])
+    p.add_argument("file", nargs="?", help="import: the filled CSV")
+    p.add_argument("--assignment", help="export: only this assignment")
+    p.add_argument("-o", "--output", help="export: folder for the pages and the CSV (default COURSE/manual)")
+
+    p = add("similarity", cmd_similarity, "rank pairs of students by the code they share (HTML report)")
+    p.add_argument("--assignment", help="only this assignment")
+    p.add_argument("--top", type=int, default=5, help="pairs printed per assignment (default 5; the report has 20)")
+    p.add_argument("--common", type=float, default=0.25,
+                   help="code found in more than this fraction of submissions is common, not compared (default 0.25)")
 
     add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
     add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")
