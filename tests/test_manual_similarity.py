@@ -86,7 +86,7 @@ def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected,
     assert rows["mallory"]["answer"].startswith("'=HYPERLINK")  # no formula in the instructor's spreadsheet
     page = (course_dir / "manual" / f"ch1_{example_class.PROSE_ID}.html").read_text()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; L*T" in page
-    assert "L*T and L*(log T + log J)" in page and "In your own words" in page
+    assert "L*(log T + log J) with a tree, so the *reductions*" in page and "In your own words" in page
     filled = tmp_path / "filled.csv"
     assert example_class.grade_prose(exported, filled) > 5
     assert cli.main(["manual", "import", str(filled), "--course", str(course_dir)]) == 0
@@ -175,7 +175,7 @@ def test_common_code_is_not_evidence() -> None:
     pairs = similarity.compare(works)
     assert (pairs[0].a, pairs[0].b) == ("p", "q") and len(pairs) == 1  # everyone shares `f`: only p-q remain
     escaped = similarity._highlighted("a</pre><script>x</script>", [[0], [5]])
-    assert "<script>" not in escaped and escaped.startswith("<mark>a&lt;/p</mark>")
+    assert "<script>" not in escaped and escaped.startswith("<mark>a&lt;/pr</mark>")
 
 
 # ----------------------------------------------------------------------------- the grading log keeps every grading
