@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-import re
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -164,18 +163,18 @@ class Materials:
         return self.correct(set(ids[: max(1, len(ids) // 2)]))
 
 
-OWN_HELPER = '''def _check_inputs(**tensors):
+OWN_HELPER = '''def _check_inputs(**tensors_by_name):
     """My habit: look at every input before computing, and say which one is empty."""
-    report = {}
-    for label, value in tensors.items():
-        shape = tuple(getattr(value, "shape", ()))
-        report[label] = shape
-        if 0 in shape:
-            raise ValueError(f"{label} is empty: its shape is {shape}")
-    return report'''
-# How a copier renames the helper's names (whole words only) and rewrites its words.
-DISGUISE = {"_check_inputs": "validate", "tensors": "arrays", "report": "dims", "label": "key", "value": "arr",
-            "shape": "size"}
+    found_shapes = {}
+    for arg_label, arg_value in tensors_by_name.items():
+        arg_shape = tuple(getattr(arg_value, "shape", ()))
+        found_shapes[arg_label] = arg_shape
+        if 0 in arg_shape:
+            raise ValueError(f"{arg_label} is empty: its shape is {arg_shape}")
+    return found_shapes'''
+# How a copier renames the helper's names (name tokens only: strings and attributes stay).
+DISGUISE = {"_check_inputs": "validate", "tensors_by_name": "arrays", "found_shapes": "dims", "arg_label": "key",
+            "arg_value": "arr", "arg_shape": "size"}
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -183,12 +182,20 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def _disguise(source: str) -> str:
-    """`source` with the helper's names replaced and its docstring and messages reworded."""
-    for old, new in DISGUISE.items():
-        source = re.sub(rf"\b{re.escape(old)}\b", new, source)
+    """`source` with the helper's names replaced (as tokens) and its docstring and message reworded."""
+    import io
+    import tokenize
+
+    out, last = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and tok.string in DISGUISE and not (last and last.string == "."):
+            tok = tok._replace(string=DISGUISE[tok.string])
+        out.append(tok)
+        last = tok
+    source = tokenize.untokenize(out)
     return (source.replace("My habit: look at every input before computing, and say which one is empty.",
                            "Validate the arguments first.")
-                  .replace("is empty: its size is", "has a zero dimension:"))
+                  .replace('f"{arg_label} is empty: its shape is {arg_shape}"', 'f"{key} has a zero dimension: {size}"'))
 
 
 PROFILES: list[Profile] = [
