@@ -204,6 +204,7 @@ def test_collect_bad_source(capsys, released, tmp_path, make, words) -> None:
 
 @pytest.mark.parametrize("argv", [
     ["collect", "x.zip"], ["grade"], ["feedback"], ["export", "-o", "x.csv"], ["report"], ["gradebook"],
+    ["deadlines"], ["manual", "export"], ["manual", "import", "x.csv"], ["similarity"],
 ])
 def test_missing_course_dir(capsys, tmp_path, argv) -> None:
     code, _, err = run(capsys, *argv, "--course", tmp_path / "no-such-course")
@@ -569,5 +570,6 @@ def test_python_dash_m_help() -> None:
     proc = subprocess.run([sys.executable, "-m", "autograder", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=course.ROOT)
     assert proc.returncode == 0
-    for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class"):
+    for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class",
+                    "deadlines", "manual", "similarity"):
         assert command in proc.stdout
