@@ -259,8 +259,8 @@ def test_example_class_is_deterministic_and_collects(capsys, released, tmp_path,
     code, out, _ = run(capsys, "collect", class_zip, "--course", course_dir)
     assert code == 0
     placed = sorted(p.name for p in (course_dir / "submitted").iterdir())
-    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "john", "linus",
-                      "margaret", "niklaus"]
+    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "hedy", "john", "linus",
+                      "margaret", "niklaus", "tim"]
     for words in ("duplicate of grace", "not a notebook", f"ch1_final_version.ipynb placed as ch1/{NB}.ipynb by its content",
                   "not a readable notebook"):
         assert words in out
