@@ -294,7 +294,7 @@ h1{font-size:1.5rem}.banner{background:#eef4ff;border-left:6px solid #2a5bd7;pad
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;vertical-align:top}
 td.num{text-align:right;white-space:nowrap}.comment{color:#135;margin-top:.3rem;white-space:pre-wrap}
 section.cell{margin:1rem 0}.label{font-size:.8rem;color:#666}
-pre{white-space:pre-wrap;word-wrap:break-word;margin:.2rem 0;padding:.5rem;font-size:.85rem}
+pre{white-space:pre-wrap;word-wrap:break-word;margin:.2rem 0;padding:.5rem;font-size:.85rem;line-height:1.45}
 pre.code{background:#f6f8fa;border:1px solid #e1e4e8}pre.student{background:#fffdf0;border:1px dashed #bba}
 pre.out{background:#fff;border-left:3px solid #ddd}pre.stderr{background:#fff5f5}
 pre.error{background:#fff0f0;border-left:3px solid #c00}.first-error{outline:3px solid #d97706}

@@ -140,7 +140,7 @@ def failures(cls: Class, logs: list[NotebookLog], course_dir: Path) -> tuple[lis
 
 
 _QUOTED = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\b")
 
 
 def group_message(message: str) -> str:

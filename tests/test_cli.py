@@ -534,6 +534,7 @@ def test_report_groups_messages_and_spreads_equal_scores() -> None:
 
     assert report.group_message("shape (4, 6), expected (4, 8) for 'M'") == \
         report.group_message("shape (5, 6), expected (5, 9) for 'h'") == "shape (#, #), expected (#, #) for '…'"
+    assert report.group_message("ch1_parallel_time.ipynb line 12") == "ch1_parallel_time.ipynb line #"
     offsets = report.dot_offsets([5.0, 5.0, 5.0, 7.0])
     assert len(set(offsets[:3])) == 3 and offsets[3] == 0 and abs(sum(offsets[:3])) < 1e-9
 
