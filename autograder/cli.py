@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder import course
-from autograder.tables import table
+from autograder.tables import printable, table
 from coursenb.chapters import CHAPTERS, ChapterError, select
 
 EXIT_USAGE = 2
@@ -588,13 +588,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.fn(args)
     except (CliError, course.CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
         first, _, details = str(exc).partition("\n")
-        print(f"autograder {args.command}: error: {first}", file=sys.stderr)
+        print(f"autograder {args.command}: error: {printable(first)}", file=sys.stderr)
         if details.strip():
-            print(details.rstrip(), file=sys.stderr)
+            print(printable(details.rstrip(), newlines=True), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"autograder {args.command}: interrupted (grading resumes where it stopped)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `autograder gradebook | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
