@@ -6,4 +6,4 @@ student-side half of the hidden tests (`attnlab.grading`).
 """
 from __future__ import annotations
 
-__all__ = ["grading", "testing"]
+__all__ = ["equations", "grading", "testing"]
