@@ -20,7 +20,18 @@ WRONG = [
             alpha = torch.softmax(torch.einsum("htk,hsk->hts", Query, Key), dim=-1)  # no 1/sqrt(K)
             V = torch.einsum("hts,hsi->hti", alpha, Value)
             return V.permute(1, 0, 2).reshape(M.shape[0], -1)
-        ''', ("test_self_attention", "test_transformer"), "scores not scaled by 1/sqrt(K)"),
+        ''', ("test_self_attention",), "scores not scaled by 1/sqrt(K) (transformer over it is judged on its own)"),
+    Wrong("self_attention", '''
+        def self_attention(M, WQ, WK, WV):
+            K = WQ.shape[1]
+            Query = torch.einsum("hkj,tj->htk", WQ, M)
+            Key = torch.einsum("hkj,tj->htk", WK, M)
+            Value = torch.einsum("hij,tj->hti", WV, M)
+            alpha = torch.softmax(torch.einsum("htk,hsk->hts", Query, Key) / math.sqrt(K), dim=1)  # over queries
+            V = torch.einsum("hts,hsi->hti", alpha, Value)
+            return V.permute(1, 0, 2).reshape(M.shape[0], -1)
+        ''', ("test_self_attention",), "softmax over the query position t instead of the key position t'; "
+                                       "a correct transformer over it keeps its points (upstream judging)"),
     Wrong("transformer", '''
         def transformer(M, layers):
             out = M
