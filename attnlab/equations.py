@@ -97,7 +97,7 @@ class Var:
 class Affine:
     """An index position: sum of coef*index plus a constant (`t`, `2*t + d`, `t - 1`)."""
 
-    terms: tuple[tuple[str, int], ...]  # (index, coefficient), sorted, no zero coefficient
+    terms: tuple[tuple[str, int], ...]  # (index, coefficient) in the order written, no zero coefficient
     const: int = 0
 
     @property
@@ -317,6 +317,7 @@ _REPLACE = [
     (r"[−–]", "-"),
     (r"′", "'"), (r"″", "''"),
     (r"\\sum\b|[Σ∑]", "sum"),
+    (r"√\s*([\w.]+)", r"sqrt(\1)"), (r"√", "sqrt"),
     (r"\\sigma\b|σ", "sigmoid"),
     (r"\\(exp|log|ln|tanh|sqrt)\b", r"\1"),
     (r"\bln\b", "log"),
@@ -592,7 +593,7 @@ def _affine(x: Node) -> Affine | None:
         coef = dict(a.terms)
         for n, c in b.terms:
             coef[n] = coef.get(n, 0) + sign * c
-        return Affine(tuple(sorted((n, c) for n, c in coef.items() if c)), a.const + sign * b.const)
+        return Affine(tuple((n, c) for n, c in coef.items() if c), a.const + sign * b.const)
     if isinstance(x, BinOp) and x.op == "*":
         a, b = _affine(x.left), _affine(x.right)
         if a is None or b is None:
@@ -784,12 +785,14 @@ def _check_equation(eq: Equation, env: _Env, problems: list[str]) -> Typed | Non
             problems.append(f"{where}: index {i} runs over {_size(a[0])} in {a[1]} but over {_size(b[0])} in {b[1]}")
         sizes[i] = distinct[0] if distinct else None
     decl = env.declared.get(eq.name)
+    if decl is not None and len(decl.axes) != len(eq.indices):
+        problems.append(f"{where}: {_shape_problem(eq, (None,) * len(eq.indices), decl)}")
     if decl is not None and len(decl.axes) == len(eq.indices):
         for i, s in zip(eq.indices, decl.axes):
             if sizes.get(i) is None:
                 sizes[i] = s
     shape = tuple(sizes.get(i) for i in eq.indices)
-    if decl is not None and len(problems) == n0:
+    if decl is not None and len(problems) == n0 and len(decl.axes) == len(eq.indices):
         problem = _shape_problem(eq, shape, decl)
         if problem:
             problems.append(f"{where}: {problem}")
@@ -1091,6 +1094,8 @@ def _eval(n: Node, run: _Run, depth: int) -> _Named:
         ta, tb = _align(a, axes), _align(b, axes)
         op = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[n.op]
         return _Named(op(ta, tb), axes)
+    if isinstance(n, Reduce) and n.op == "sum" and isinstance(n.body, BinOp) and n.body.op == "*":
+        return _contract(n, run, depth)
     if isinstance(n, Reduce):
         body = _eval(n.body, run, depth + 1)
         if any(i not in body.axes for i in n.over):
@@ -1105,6 +1110,28 @@ def _eval(n: Node, run: _Run, depth: int) -> _Named:
         e = torch.exp(shifted)
         return _Named(e / e.sum(dim=dims, keepdim=True), body.axes)
     raise TypeError(type(n))
+
+
+def _factors(n: Node) -> list[Node]:
+    """The factors of a product `a * b * c` (brackets and divisions end it)."""
+    if isinstance(n, BinOp) and n.op == "*":
+        return _factors(n.left) + _factors(n.right)
+    return [n]
+
+
+def _contract(n: Reduce, run: _Run, depth: int) -> _Named:
+    """`sum_{over} a * b * ...` as one einsum, without the product over every index."""
+    parts = [_eval(f, run, depth + 1) for f in _factors(n.body)]
+    axes: list[str] = []
+    for p in parts:
+        axes += [a for a in p.axes if a not in axes]
+    if any(i not in axes for i in n.over):
+        raise run.err(f"sum_{{{','.join(n.over)}}} over an expression without {','.join(n.over)}")
+    out = tuple(a for a in axes if a not in n.over)
+    run.cap(out)
+    letter = {a: chr(ord("a") + k) for k, a in enumerate(axes)}
+    spec_ = ",".join("".join(letter[a] for a in p.axes) for p in parts) + "->" + "".join(letter[a] for a in out)
+    return _Named(torch.einsum(spec_, *[p.t for p in parts]), out)
 
 
 def _align(a: _Named, axes: tuple[str, ...]) -> torch.Tensor:
