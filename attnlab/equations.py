@@ -280,7 +280,9 @@ lhs: NAME ("[" [NAME ("," NAME)*] "]")?
 reduce: REDUCE over product
 over: NAME | "{" NAME ([","] NAME)* "}"
 ?power: atom
-    | atom ("^" | "**") atom -> pow
+    | atom ("^" | "**") exponent -> pow
+?exponent: atom
+    | "-" exponent          -> neg
 ?atom: NUMBER               -> number
     | NAME                  -> var
     | NAME "[" sum ("," sum)* "]"  -> ref
