@@ -938,6 +938,7 @@ class _Run:
     dtype: torch.dtype
     device: torch.device
     deadline: float
+    budget: float = TIME_BUDGET
     eq: Equation | None = None
 
     def err(self, msg: str) -> EquationError:
@@ -946,7 +947,7 @@ class _Run:
 
     def tick(self) -> None:
         if time.monotonic() > self.deadline:
-            raise EquationError(f"evaluating the equations took more than {TIME_BUDGET:g} s")
+            raise EquationError(f"evaluating the equations took too long (the limit is {self.budget:.2g} s)")
 
     def cap(self, axes: Iterable[str]) -> None:
         n = 1
@@ -1004,7 +1005,7 @@ def evaluate_typed(typed: Sequence[Typed], tensors: dict[str, torch.Tensor], siz
         raise EquationError(f"the tensors are on different devices: {sorted(map(str, devices))}")
     device = devices.pop() if devices else torch.device("cpu")
     env = dict(tensors)
-    run = _Run(env, {k: float(v) for k, v in size_values.items()}, {}, dtype, device, time.monotonic() + budget)
+    run = _Run(env, {k: float(v) for k, v in size_values.items()}, {}, dtype, device, time.monotonic() + budget, budget)
     out: dict[str, torch.Tensor] = {}
     for t in typed:
         run.eq = t.eq

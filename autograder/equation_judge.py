@@ -12,6 +12,7 @@ a numeric test for constant factors; it names indices and tensors, never the ref
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,10 +32,14 @@ class Decision:
     message: str
 
 
+TIME_BUDGET = 5.0  # seconds to judge one answer (every draw of sizes, and the diagnosis)
+
+
 def judge_equations(q: EquationQuestion, answer: object) -> Decision:
     """Decide a student's equations for question `q`."""
     if not isinstance(answer, str):
         return Decision(False, f"your answer should be a string of equations, got {type(answer).__name__}")
+    deadline = time.monotonic() + TIME_BUDGET
     define = next(iter(q.defines))
     try:
         eqs = eqn.parse_answer(answer, q.operands, define)
@@ -46,12 +51,10 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
         return Decision(False, str(exc))
     specs = _specs(q)
     wrong: dict[str, str] = {}
-    for k, draw in enumerate(q.sizes):
-        tensors = _draw(q, draw, seed=1234 + k)
-        shapes = {d: tuple(draw[a] if isinstance(a, str) else a for a in spec.axes) for d, spec in _declared(q).items()}
-        expected = eqn.evaluate_typed(q.typed, dict(tensors), draw, declared=shapes, budget=10.0)
+    for draw, tensors, shapes, expected in _expected(q):
         try:
-            mine = eqn.evaluate_typed(typed, dict(tensors), draw, declared=shapes, replace=expected)
+            mine = eqn.evaluate_typed(typed, dict(tensors), draw, declared=shapes, replace=expected,
+                                      budget=deadline - time.monotonic())
         except EquationError as exc:
             return Decision(False, f"your equations cannot be evaluated: {exc}")
         for d in q.defines:
@@ -67,6 +70,26 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
     first, *rest = wrong
     also = f" ({_and(rest)} {'is' if len(rest) == 1 else 'are'} wrong too)" if rest else ""
     return Decision(False, wrong[first] + also)
+
+
+_CACHE: dict[int, tuple[EquationQuestion, list]] = {}
+
+
+def _expected(q: EquationQuestion) -> list[tuple[Mapping[str, int], dict, dict, dict]]:
+    """(sizes, inputs, shapes, expected tensors) for every draw: the reference evaluated once per question."""
+    hit = _CACHE.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    out = []
+    for k, draw in enumerate(q.sizes):
+        tensors = _draw(q, draw, seed=1234 + k)
+        shapes = {d: tuple(draw[a] if isinstance(a, str) else a for a in spec.axes) for d, spec in _declared(q).items()}
+        expected = eqn.evaluate_typed(q.typed, dict(tensors), draw, declared=shapes, budget=30.0)
+        out.append((draw, tensors, shapes, expected))
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[id(q)] = (q, out)
+    return out
 
 
 def _and(items: Sequence[str]) -> str:

@@ -279,7 +279,7 @@ def test_caps_on_intermediate_tensors_and_time() -> None:
     with pytest.raises(EquationError, match="would have 64000000 elements"):
         E.evaluate("a[i,j,k,l,m,n] = x[i] * x[j] * x[k] * x[l] * x[m] * x[n]", {"x": x})
     typed = E.check(E.parse("a[i] = exp(x[i])"), {"x": "20"}, require=False)
-    with pytest.raises(EquationError, match="took more than"):
+    with pytest.raises(EquationError, match="took too long"):
         E.evaluate_typed(typed, {"x": x}, {}, budget=-1.0)
 
 
