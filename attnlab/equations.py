@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -113,7 +113,12 @@ class Gather:
     ref: Ref
 
 
-Index = Affine | Gather
+@dataclass(frozen=True)
+class Slice:
+    """`:` in an argument of a question's function: the whole vector along that axis (`CELL(z[:], V[:], e[:])`)."""
+
+
+Index = Affine | Gather | Slice
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,14 @@ class Call:
 
     fn: str
     arg: Node
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A function the question declares (`CELL(z[:], V[:], e[:])`): vectors in, a vector out (its axis `:`)."""
+
+    fn: str
+    args: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -165,7 +178,7 @@ class Pow:
     exponent: Node
 
 
-Node = Num | Var | Ref | Call | Reduce | BinOp | Neg | Pow
+Node = Num | Var | Ref | Call | Apply | Reduce | BinOp | Neg | Pow
 
 
 @dataclass(frozen=True)
@@ -205,6 +218,10 @@ def _show(n: Node | Index, outer: int) -> str:
         return " ".join(parts)
     if isinstance(n, Gather):
         return _show(n.ref, 0)
+    if isinstance(n, Slice):
+        return ":"
+    if isinstance(n, Apply):
+        return f"{n.fn}({', '.join(_show(a, 0) for a in n.args)})"
     if isinstance(n, Ref):
         return f"{n.name}[{','.join(_show(i, 0) for i in n.indices)}]" if n.indices else n.name
     if isinstance(n, Call):
@@ -236,6 +253,8 @@ def children(n: Node) -> tuple[Node, ...]:
         return (n.left, n.right)
     if isinstance(n, Pow):
         return (n.base, n.exponent)
+    if isinstance(n, Apply):
+        return n.args
     return ()
 
 
@@ -254,6 +273,8 @@ def indices_of(ix: Index) -> tuple[str, ...]:
     """The index names an index position depends on."""
     if isinstance(ix, Affine):
         return tuple(name for name, _ in ix.terms)
+    if isinstance(ix, Slice):
+        return ()
     out: list[str] = []
     for inner in ix.ref.indices:
         out += [i for i in indices_of(inner) if i not in out]
@@ -264,7 +285,8 @@ def indices_of(ix: Index) -> tuple[str, ...]:
 
 GRAMMAR = r"""
 start: lhs "=" sum
-lhs: NAME ("[" [NAME ("," NAME)*] "]")?
+lhs: NAME ("[" [lhs_index ("," lhs_index)*] "]")?
+lhs_index: NAME | COLON
 ?sum: product
     | sum "+" product       -> add
     | sum "-" product       -> minus
@@ -279,18 +301,21 @@ lhs: NAME ("[" [NAME ("," NAME)*] "]")?
     | reduce
 reduce: REDUCE over product
 over: NAME | "{" NAME ([","] NAME)* "}"
+?index: sum
+    | COLON                 -> whole
 ?power: atom
     | atom ("^" | "**") exponent -> pow
 ?exponent: atom
     | "-" exponent          -> neg
 ?atom: NUMBER               -> number
     | NAME                  -> var
-    | NAME "[" sum ("," sum)* "]"  -> ref
+    | NAME "[" index ("," index)* "]"  -> ref
     | NAME "(" sum ("," sum)* ")"  -> call
     | NAME "{" sum "}"      -> call
     | "(" sum ")"           -> group
     | "{" sum "}"           -> group
 REDUCE.2: /(sum|softmax)_/
+COLON: ":"
 NAME: /[^\W\d]\w*'*/
 NUMBER: /\d+(\.\d*)?([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?/
 %ignore /[ \t\f\r]+/
@@ -483,14 +508,26 @@ class _Build(_lark_transformer()):
 
     def start(self, c):
         name, indices = c[0]
+        args = {id(a) for n in walk(c[1]) if isinstance(n, Apply) for a in n.args}
+        for n in walk(c[1]):
+            if isinstance(n, Ref) and id(n) not in args and any(isinstance(i, Slice) for i in n.indices):
+                raise self._err(f"{show(n)}: `:` (a whole vector) is only for the arguments of a function "
+                                "the question declares, like CELL(z[:], ...)")
         return Equation(name, indices, c[1], self.line, self.text)
+
+    def lhs_index(self, c):
+        return str(c[0])
 
     def lhs(self, c):
         name, idx = str(c[0]), [str(t) for t in c[1:] if t is not None]
         for i in idx:
             if idx.count(i) > 1:
-                raise self._err(f"index {i} appears twice on the left of {name}")
+                what = "`:` (the output of a function)" if i == ":" else f"index {i}"
+                raise self._err(f"{what} appears twice on the left of {name}")
         return name, tuple(idx)
+
+    def whole(self, c):
+        return _WHOLE
 
     def add(self, c):
         return BinOp("+", c[0], c[1])
@@ -551,12 +588,18 @@ class _Build(_lark_transformer()):
 
     def call(self, c):
         fn, args = str(c[0]), c[1:]
-        if fn not in FUNCTIONS:
-            known = ", ".join(FUNCTIONS)
-            if fn in REDUCTIONS:
-                raise self._err(f"write {fn} with its indices: {fn}_{{...}}(...)")
-            raise self._err(f"{fn}(...) is not a known function (known: {known}); "
-                            f"to multiply, write {fn} * (...)")
+        if fn in REDUCTIONS:
+            raise self._err(f"write {fn} with its indices: {fn}_{{...}}(...)")
+        if fn not in FUNCTIONS:  # a function the question may declare (CELL): checked against the question
+            if not any(isinstance(i, Slice) for a in args if isinstance(a, Ref) for i in a.indices):
+                raise self._err(f"{fn}(...) is not a known function (known: {', '.join(FUNCTIONS)}, and the functions "
+                                f"a question declares, called on vectors like CELL(z[:], V[:])); to multiply, write "
+                                f"{fn} * (...)")
+            for k, a in enumerate(args):
+                if not (isinstance(a, Ref) and sum(isinstance(i, Slice) for i in a.indices) == 1):
+                    raise self._err(f"{fn}(...): argument {k + 1} is `{show(a)}`; each argument of a function is one "
+                                    "tensor with `:` on the axis of its vector, like z[:] or E[w[t], :]")
+            return Apply(fn, tuple(args))
         if len(args) != 1:
             raise self._err(f"{fn} takes one argument, got {len(args)}")
         return Call(fn, args[0])
@@ -566,6 +609,8 @@ class _Build(_lark_transformer()):
         return Ref(name, tuple(self._index(name, k, x) for k, x in enumerate(c[1:])))
 
     def _index(self, name: str, k: int, x: Node) -> Index:
+        if x is _WHOLE:
+            return Slice()
         if isinstance(x, Ref):
             for inner in x.indices:
                 if isinstance(inner, Gather):
@@ -576,6 +621,9 @@ class _Build(_lark_transformer()):
             raise self._err(f"{name}[...]: position {k + 1} holds `{show(x)}`; an index position holds an index, "
                             "an integer combination of indices (2*t + d, t - 1) or a word id w[b,t]")
         return affine
+
+
+_WHOLE = object()  # `:` while the tree is built
 
 
 def _affine(x: Node) -> Affine | None:
@@ -713,15 +761,28 @@ class _Env:
     inputs: frozenset[str]
     size_names: frozenset[str] | None       # names usable as numbers (None: any other bare name)
     declared: dict[str, Spec]
+    functions: dict[str, tuple[tuple[Sym, ...], Sym] | None] = field(default_factory=dict)
     defined_at: dict[str, int] = field(default_factory=dict)
 
 
+def function_spec(text: str | None) -> tuple[tuple[Sym, ...], Sym] | None:
+    """`"J,K,U -> J"` -> ((J, K, U), J): the sizes of a declared function's argument vectors and of its result."""
+    if text is None:
+        return None
+    args, arrow, out = text.partition("->")
+    if not arrow or not out.strip():
+        raise ValueError(f"a function is declared as 'J,K,U -> J' (its vectors' sizes), not {text!r}")
+    return spec(args).axes, spec(out).axes[0]
+
+
 def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defines: Mapping[str, Spec | str] | None = None,
-          sizes: Iterable[str] | None = None, *, require: bool = True) -> list[Typed]:
+          sizes: Iterable[str] | None = None, *, require: bool = True,
+          functions: Mapping[str, str | None] | None = None) -> list[Typed]:
     """The form check: names, index counts, free and summed indices, sizes; the shapes of `defines`.
 
     `inputs` and `defines` map names to specs (`"H,K,J"`); sizes are names or numbers. With `sizes`,
     only those names may be used as numbers. `require`: every name in `defines` must be defined.
+    `functions`: the functions the question declares (`{"CELL": "J,K,U -> J"}`; None: sizes unchecked).
     Raises EquationError listing every problem found (never checks that the equations are right).
     """
     in_specs = {k: spec(v) for k, v in inputs.items()}
@@ -730,7 +791,7 @@ def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defin
     if size_names is None and all(isinstance(a, str) for s in [*in_specs.values(), *declared.values()] for a in s.axes):
         size_names = frozenset(a for s in [*in_specs.values(), *declared.values()] for a in s.axes if isinstance(a, str))
     env = _Env({k: s.axes for k, s in in_specs.items()}, {k: s.values for k, s in in_specs.items() if s.integer},
-               frozenset(in_specs), size_names, declared)
+               frozenset(in_specs), size_names, declared, {k: function_spec(v) for k, v in (functions or {}).items()})
     problems: list[str] = []
     typed = []
     for eq in equations:
@@ -769,12 +830,19 @@ def _check_equation(eq: Equation, env: _Env, problems: list[str]) -> Typed | Non
     free = _free(eq.rhs, eq, env, problems, uses, bound=(), summed=summed)
     lhs = set(eq.indices)
     for i in sorted(free - lhs):
+        if i == ":":
+            problems.append(f"{where}: the result of a function is a vector: write its axis as `:` on the left, "
+                            f"{eq.name}[...,:]")
+            continue
         hint = (f": it is summed elsewhere on the line, but a sum covers only the product right after it; "
                 f"use brackets, sum_{i} (...)" if i in summed else f": sum over it (sum_{i} ...) or add it to "
                 f"{eq.name}'s indices")
         problems.append(f"{where}: index {i} appears on the right but not on the left{hint}")
     for i in eq.indices:
-        if i in summed:
+        if i == ":" and i not in free:
+            problems.append(f"{where}: `:` on the left is the axis of a function's result, and the right side calls "
+                            "no function")
+        elif i in summed:
             problems.append(f"{where}: index {i} is summed on the right and is also an index of {eq.name}; rename one")
         elif i not in free:
             problems.append(f"{where}: index {i} of {eq.name} does not appear on the right side")
@@ -854,6 +922,8 @@ def _free(n: Node, eq: Equation, env: _Env, problems: list[str], uses: dict[str,
         return set()
     if isinstance(n, Ref):
         return _free_ref(n, eq, env, problems, uses, bound, summed)
+    if isinstance(n, Apply):
+        return _free_apply(n, eq, env, problems, uses, bound, summed)
     if isinstance(n, Reduce):
         for i in n.over:
             if i in bound and n.op == "sum":
@@ -875,6 +945,34 @@ def _free(n: Node, eq: Equation, env: _Env, problems: list[str], uses: dict[str,
     out: set[str] = set()
     for c in children(n):
         out |= _free(c, eq, env, problems, uses, bound, summed)
+    return out
+
+
+def _free_apply(n: Apply, eq: Equation, env: _Env, problems: list[str], uses: dict[str, list[tuple[Sym, str]]],
+                bound: tuple[str, ...], summed: set[str]) -> set[str]:
+    """A declared function: its arguments' other indices, and `:` (the axis of its result)."""
+    where = f"line {eq.line} ({eq.name})"
+    out: set[str] = {":"}
+    if n.fn not in env.functions:
+        declared = ", ".join(env.functions) or "none"
+        problems.append(f"{where}: {n.fn}(...) is not a function of this question (its functions: {declared})")
+        return out | {i for a in n.args for i in _free(a, eq, env, problems, uses, bound, summed)}
+    sig = env.functions[n.fn]
+    if sig is not None and len(sig[0]) != len(n.args):
+        problems.append(f"{where}: {n.fn} takes {len(sig[0])} vectors, got {len(n.args)}")
+        sig = None
+    for k, a in enumerate(n.args):
+        out |= _free(a, eq, env, problems, uses, bound, summed)
+        assert isinstance(a, Ref)
+        shape = env.shapes.get(a.name)
+        if sig is None or shape is None or len(shape) != len(a.indices):
+            continue
+        size = shape[next(p for p, i in enumerate(a.indices) if isinstance(i, Slice))]
+        if size is not None and size != sig[0][k]:
+            problems.append(f"{where}: argument {k + 1} of {n.fn} should be a vector of size {sig[0][k]}; "
+                            f"{show(a)} runs over {size}")
+    if sig is not None:
+        uses.setdefault(":", []).append((sig[1], f"the result of {n.fn}"))
     return out
 
 
@@ -912,6 +1010,8 @@ def _free_ref(n: Ref, eq: Equation, env: _Env, problems: list[str], uses: dict[s
                 problems.append(f"{where}: {shown}: {inner.name} holds values below {rng}, but that axis of "
                                 f"{n.name} has size {size}")
             continue
+        if isinstance(ix, Slice):
+            continue
         name = ix.plain
         if name is not None:
             uses.setdefault(name, []).append((size, shown))
@@ -939,6 +1039,7 @@ class _Run:
     device: torch.device
     deadline: float
     budget: float = TIME_BUDGET
+    functions: Mapping[str, Callable[..., torch.Tensor]] = field(default_factory=dict)
     eq: Equation | None = None
 
     def err(self, msg: str) -> EquationError:
@@ -959,22 +1060,30 @@ class _Run:
 
 
 def evaluate(answer: str | Sequence[Equation], tensors: Mapping[str, torch.Tensor],
-             sizes: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+             sizes: Mapping[str, float] | None = None,
+             functions: Mapping[str, Callable[..., torch.Tensor]] | None = None) -> dict[str, torch.Tensor]:
     """Evaluate equations on your own tensors: {name: tensor} for every tensor the answer defines, axes in
     the order of its left side. `tensors` are the inputs (integer tensors for word ids); `sizes` gives the
-    value of a size used as a number (`K` in sqrt(K)) when it cannot be read from an index named k."""
+    value of a size used as a number (`K` in sqrt(K)) when it cannot be read from an index named k;
+    `functions` gives a declared function (`CELL`) as a callable: each argument arrives with its vector
+    as the last axis (other axes broadcast), and it returns [..., size of its result]."""
     eqs = parse(answer) if isinstance(answer, str) else tuple(answer)
     for k, v in tensors.items():
         if not isinstance(v, torch.Tensor):
             raise EquationError(f"{k} should be a torch.Tensor, got {type(v).__name__}")
     specs = {k: Spec(tuple(v.shape), integer=not v.is_floating_point()) for k, v in tensors.items()}
-    typed = check(eqs, specs, {}, sizes=None, require=False)
+    for eq in eqs:
+        for node in walk(eq.rhs):
+            if isinstance(node, Apply) and node.fn not in (functions or {}):
+                raise EquationError(f"line {eq.line} ({eq.name}): to evaluate {node.fn}(...), pass it as a function: "
+                                    f"evaluate(..., functions={{'{node.fn}': ...}})")
+    typed = check(eqs, specs, {}, sizes=None, require=False, functions=dict.fromkeys(functions or {}))
     values = dict(sizes or {})
     for eq in eqs:
         for node in walk(eq.rhs):
             if isinstance(node, Var) and node.name not in tensors and node.name not in values:
                 values[node.name] = _size_from_letter(node.name, typed)
-    return evaluate_typed(typed, dict(tensors), values)
+    return evaluate_typed(typed, dict(tensors), values, functions=functions)
 
 
 def _letter(index: str) -> str:
@@ -992,7 +1101,8 @@ def _size_from_letter(name: str, typed: list[Typed]) -> int:
 
 def evaluate_typed(typed: Sequence[Typed], tensors: dict[str, torch.Tensor], size_values: Mapping[str, float],
                    declared: Mapping[str, Sequence[int]] | None = None, replace: Mapping[str, torch.Tensor] | None = None,
-                   budget: float = TIME_BUDGET) -> dict[str, torch.Tensor]:
+                   budget: float = TIME_BUDGET,
+                   functions: Mapping[str, Callable[..., torch.Tensor]] | None = None) -> dict[str, torch.Tensor]:
     """Evaluate checked equations. `declared`: the shape a defined tensor must have (sizes of indices that only
     appear in index combinations); `replace`: after a tensor is defined, later lines read this value instead
     (the judge uses it to check each equation on the expected values of the ones before)."""
@@ -1005,12 +1115,13 @@ def evaluate_typed(typed: Sequence[Typed], tensors: dict[str, torch.Tensor], siz
         raise EquationError(f"the tensors are on different devices: {sorted(map(str, devices))}")
     device = devices.pop() if devices else torch.device("cpu")
     env = dict(tensors)
-    run = _Run(env, {k: float(v) for k, v in size_values.items()}, {}, dtype, device, time.monotonic() + budget, budget)
+    run = _Run(env, {k: float(v) for k, v in size_values.items()}, {}, dtype, device, time.monotonic() + budget, budget,
+               dict(functions or {}))
     out: dict[str, torch.Tensor] = {}
     for t in typed:
         run.eq = t.eq
         run.sizes = _numeric_sizes(t, env, (declared or {}).get(t.eq.name), run)
-        run.cap(t.eq.indices)
+        run.cap([i for i in t.eq.indices if i in run.sizes])
         value = _eval(t.eq.rhs, run, 0)
         lhs = t.eq.indices
         res = _expand(value, lhs, run)
@@ -1035,7 +1146,7 @@ def _numeric_sizes(t: Typed, env: Mapping[str, torch.Tensor], declared: Sequence
     if declared is not None and len(declared) == len(eq.indices):
         for i, s in zip(eq.indices, declared):
             sizes.setdefault(i, int(s))
-    all_names = {i for r in refs for ix in r.indices for i in indices_of(ix)} | set(eq.indices)
+    all_names = ({i for r in refs for ix in r.indices for i in indices_of(ix)} | set(eq.indices)) - {":"}
     for _ in range(len(all_names)):
         missing = all_names - set(sizes)
         if not missing:
@@ -1097,6 +1208,8 @@ def _eval(n: Node, run: _Run, depth: int) -> _Named:
         ta, tb = _align(a, axes), _align(b, axes)
         op = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[n.op]
         return _Named(op(ta, tb), axes)
+    if isinstance(n, Apply):
+        return _apply(n, run)
     if isinstance(n, Reduce) and n.op == "sum" and isinstance(n.body, BinOp) and n.body.op == "*":
         return _contract(n, run, depth)
     if isinstance(n, Reduce):
@@ -1113,6 +1226,33 @@ def _eval(n: Node, run: _Run, depth: int) -> _Named:
         e = torch.exp(shifted)
         return _Named(e / e.sum(dim=dims, keepdim=True), body.axes)
     raise TypeError(type(n))
+
+
+def _apply(n: Apply, run: _Run) -> _Named:
+    """A declared function on its argument vectors (the vector last, the other indices broadcast)."""
+    fn = run.functions.get(n.fn)
+    if fn is None:
+        raise run.err(f"{n.fn} has no value here: pass it, functions={{'{n.fn}': ...}}")
+    parts = []
+    for k, a in enumerate(n.args):
+        assert isinstance(a, Ref)
+        pos = next(p for p, i in enumerate(a.indices) if isinstance(i, Slice))
+        vec = f":{k}"
+        run.sizes[vec] = int(run.tensors[a.name].shape[pos])
+        ref = Ref(a.name, tuple(Affine(((vec, 1),)) if p == pos else i for p, i in enumerate(a.indices)))
+        read = _read(ref, run)
+        parts.append(_Named(read.t.to(run.dtype), read.axes))
+    batch: list[str] = []
+    for p in parts:
+        batch += [x for x in p.axes if not x.startswith(":") and x not in batch]
+    run.cap(batch)
+    args = [_align(p, (*batch, f":{k}")) for k, p in enumerate(parts)]
+    out = fn(*args)
+    if not isinstance(out, torch.Tensor) or out.dim() != len(batch) + 1:
+        raise run.err(f"{n.fn} should return a tensor of {len(batch) + 1} axes (the vector last)")
+    shape = [run.sizes[b] for b in batch]
+    run.sizes[":"] = int(out.shape[-1])
+    return _Named(out.expand(*shape, out.shape[-1]), (*batch, ":"))
 
 
 def _factors(n: Node) -> list[Node]:

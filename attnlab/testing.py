@@ -56,7 +56,8 @@ def expect_answer(answer: object, variables: Sequence[str], what: str) -> None:
 
 
 def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping[str, str], what: str = "your equations",
-                     operands: Sequence[str] | None = None, sizes: Sequence[str] = ()) -> None:
+                     operands: Sequence[str] | None = None, sizes: Sequence[str] = (),
+                     functions: Mapping[str, str] | None = None) -> None:
     """Fail unless `answer` is well-formed index equations that define `defines` from `inputs`.
 
     `inputs` and `defines` map tensor names to their sizes axis by axis (`{"WQ": "H,K,J"}`; word ids:
@@ -66,6 +67,8 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
     index on the right is summed or on the left, and that sizes used as numbers exist. It never checks
     that the equations are right: the hidden test does. With `operands`, an einsum spec over those
     tensors is accepted for the one tensor in `defines` (`"hka,hkb->hab / sqrt(K)"`).
+    `functions`: functions the question declares, by the sizes of their vectors (`{"CELL": "J,K,U -> J"}`,
+    called as `CELL(z[:], V[:], e[:])`).
     """
     from attnlab.equations import EquationError, check, parse_answer, spec
 
@@ -75,6 +78,8 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
     names |= {s for text in inputs.values() if isinstance(s := spec(text).values, str)} | set(sizes)
     try:
         equations = parse_answer(answer, operands, next(iter(defines)) if operands and len(defines) == 1 else None)
-        check(equations, inputs, defines, sizes=names)
+        check(equations, inputs, defines, sizes=names | {a.strip() for f in (functions or {}).values()
+                                                         for a in f.replace("->", ",").split(",") if a.strip()},
+              functions=functions)
     except EquationError as exc:
         raise Explained(f"{what}:\n{exc}") from None

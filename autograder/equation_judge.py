@@ -20,7 +20,24 @@ from dataclasses import dataclass
 import torch
 
 from attnlab import equations as eqn
-from attnlab.equations import Affine, BinOp, Call, Equation, EquationError, Gather, Neg, Node, Pow, Reduce, Ref, Spec, Typed, show
+from attnlab.equations import (
+    Affine,
+    Apply,
+    BinOp,
+    Call,
+    Equation,
+    EquationError,
+    Gather,
+    Neg,
+    Node,
+    Pow,
+    Reduce,
+    Ref,
+    Slice,
+    Spec,
+    Typed,
+    show,
+)
 from autograder.checks.base import EquationQuestion
 
 
@@ -46,15 +63,15 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
     except EquationError as exc:
         return Decision(False, f"your answer could not be read: {exc}")
     try:
-        typed = eqn.check(eqs, q.inputs, q.defines, sizes=q.size_names)
+        typed = eqn.check(eqs, q.inputs, q.defines, sizes=q.size_names, functions=q.functions)
     except EquationError as exc:
         return Decision(False, str(exc))
     specs = _specs(q)
     wrong: dict[str, str] = {}
-    for draw, tensors, shapes, expected in _expected(q):
+    for draw, tensors, shapes, expected, functions in _expected(q):
         try:
             mine = eqn.evaluate_typed(typed, dict(tensors), draw, declared=shapes, replace=expected,
-                                      budget=deadline - time.monotonic())
+                                      budget=deadline - time.monotonic(), functions=functions)
         except EquationError as exc:
             return Decision(False, f"your equations cannot be evaluated: {exc}")
         for d in q.defines:
@@ -62,7 +79,7 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
                 continue
             problem = _compare(mine[d], expected[d], q)
             if problem is not None:
-                wrong[d] = _diagnose(d, problem, typed, q, specs, tensors, draw, expected, mine)
+                wrong[d] = _diagnose(d, problem, typed, q, specs, tensors, draw, expected, mine, functions)
     if not wrong:
         n = len(q.sizes)
         return Decision(True, f"your equations give the expected {', '.join(q.defines)} on {n} draw{'s' * (n > 1)} "
@@ -75,8 +92,8 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
 _CACHE: dict[int, tuple[EquationQuestion, list]] = {}
 
 
-def _expected(q: EquationQuestion) -> list[tuple[Mapping[str, int], dict, dict, dict]]:
-    """(sizes, inputs, shapes, expected tensors) for every draw: the reference evaluated once per question."""
+def _expected(q: EquationQuestion) -> list[tuple[Mapping[str, int], dict, dict, dict, dict]]:
+    """(sizes, inputs, shapes, expected tensors, functions) for every draw: the reference evaluated once."""
     hit = _CACHE.get(id(q))
     if hit is not None and hit[0] is q:
         return hit[1]
@@ -84,8 +101,9 @@ def _expected(q: EquationQuestion) -> list[tuple[Mapping[str, int], dict, dict, 
     for k, draw in enumerate(q.sizes):
         tensors = _draw(q, draw, seed=1234 + k)
         shapes = {d: tuple(draw[a] if isinstance(a, str) else a for a in spec.axes) for d, spec in _declared(q).items()}
-        expected = eqn.evaluate_typed(q.typed, dict(tensors), draw, declared=shapes, budget=30.0)
-        out.append((draw, tensors, shapes, expected))
+        functions = {name: _random_function(name, text, draw, seed=4321 + k) for name, text in q.functions.items()}
+        expected = eqn.evaluate_typed(q.typed, dict(tensors), draw, declared=shapes, budget=30.0, functions=functions)
+        out.append((draw, tensors, shapes, expected, functions))
     if len(_CACHE) > 256:
         _CACHE.clear()
     _CACHE[id(q)] = (q, out)
@@ -120,6 +138,22 @@ def _draw(q: EquationQuestion, draw: Mapping[str, int], seed: int) -> dict[str, 
     return out
 
 
+def _random_function(name: str, text: str, draw: Mapping[str, int], seed: int):
+    """A fixed nonlinear map for a declared function: tanh(sum_a R_a v_a + c), a different R_a per argument."""
+    args, result = eqn.function_spec(text)
+    n_out = draw[result] if isinstance(result, str) else int(result)
+    gen = torch.Generator().manual_seed(seed + sum(map(ord, name)))
+    weights = [torch.randn(n_out, draw[a] if isinstance(a, str) else int(a), generator=gen, dtype=torch.float64)
+               for a in args]
+    bias = torch.randn(n_out, generator=gen, dtype=torch.float64)
+
+    def fn(*vectors: torch.Tensor) -> torch.Tensor:
+        pre = sum(torch.einsum("...i,oi->...o", v, w.to(v.dtype)) for v, w in zip(vectors, weights))
+        return torch.tanh(pre + bias.to(pre.dtype))
+
+    return fn
+
+
 def _compare(mine: torch.Tensor, expected: torch.Tensor, q: EquationQuestion) -> str | None:
     if tuple(mine.shape) != tuple(expected.shape):
         return f"shape {tuple(mine.shape)}, expected {tuple(expected.shape)}"
@@ -152,7 +186,7 @@ class _Form:
 
 def _diagnose(d: str, problem: str, typed: Sequence[Typed], q: EquationQuestion, specs: dict[str, Spec],
               tensors: dict[str, torch.Tensor], draw: Mapping[str, int], expected: dict[str, torch.Tensor],
-              mine: dict[str, torch.Tensor]) -> str:
+              mine: dict[str, torch.Tensor], functions: dict) -> str:
     """One sentence on how the student's tensor `d` differs from the expected one."""
     if problem == "NaN or infinite values":
         return f"your {d} has NaN or infinite values (a log of a negative number, or a division by zero?)"
@@ -172,7 +206,7 @@ def _diagnose(d: str, problem: str, typed: Sequence[Typed], q: EquationQuestion,
         if abs(factor + 1) < 1e-6:
             return f"your {d} has the wrong sign"
         return f"your {d} differs from the expected one by a constant factor: check the scale"
-    scale = _softmax_scale(d, student, reference, q, tensors, draw, expected)
+    scale = _softmax_scale(d, student, reference, q, tensors, draw, expected, functions)
     if scale:
         return scale
     return (f"your {d} gives different values, though its indices, sums and functions look like the expected "
@@ -224,6 +258,8 @@ def _map(n: Node, f) -> Node:
         return BinOp(n.op, f(n.left), f(n.right))
     if isinstance(n, Pow):
         return Pow(f(n.base), f(n.exponent))
+    if isinstance(n, Apply):
+        return Apply(n.fn, tuple(f(a) for a in n.args))
     return n
 
 
@@ -246,7 +282,9 @@ def _rename_index(ix, names: dict[str, str], counter):
         for name, c in ix.terms:
             coef[names.get(name, name)] = coef.get(names.get(name, name), 0) + c
         return Affine(tuple(sorted((k, v) for k, v in coef.items() if v)), ix.const)
-    return Gather(_rename(ix.ref, names, counter))
+    if isinstance(ix, Gather):
+        return Gather(_rename(ix.ref, names, counter))
+    return ix
 
 
 def _softmaxes(n: Node) -> Node:
@@ -302,6 +340,8 @@ def _form(eq: Equation, specs: dict[str, Spec], letters: tuple[str, ...]) -> _Fo
             refs.append(node)
         elif isinstance(node, Call) and _free_indices(node.arg):  # sqrt(K) is a constant, not a function applied
             functions[node.fn] += 1
+        elif isinstance(node, Apply):
+            functions[node.fn] += 1
         elif isinstance(node, Reduce) and node.op == "softmax":
             functions["softmax"] += 1
             softmax.append(frozenset(free.get(i, i) for i in node.over))
@@ -323,6 +363,8 @@ def _form(eq: Equation, specs: dict[str, Spec], letters: tuple[str, ...]) -> _Fo
         for ix in r.indices:
             if isinstance(ix, Gather):
                 roles.append(("gather", ix.ref.name))
+            elif isinstance(ix, Slice):
+                roles.append(("vector",))
             elif ix.plain is not None:
                 roles.append(("free", free[ix.plain]) if ix.plain in free else ("sum",))
             else:
@@ -423,7 +465,7 @@ def _axis_message(d: str, mo: _Occ, wo: _Occ) -> str | None:
 
 def _softmax_scale(d: str, student: dict[str, Equation], reference: dict[str, Equation], q: EquationQuestion,
                    tensors: dict[str, torch.Tensor], draw: Mapping[str, int],
-                   expected: dict[str, torch.Tensor]) -> str | None:
+                   expected: dict[str, torch.Tensor], functions: dict) -> str | None:
     """If both equations normalise the same axes and the scores inside differ by a constant factor, say so."""
     try:
         s_eq = _inline(student[d], student, q)
@@ -432,8 +474,8 @@ def _softmax_scale(d: str, student: dict[str, Equation], reference: dict[str, Eq
         r_soft = [n for n in eqn.walk(_softmaxes(r_eq.rhs)) if isinstance(n, Reduce) and n.op == "softmax"]
         if len(s_soft) != 1 or len(r_soft) != 1:
             return None
-        a = _scores(s_eq, s_soft[0], q, tensors, draw, expected)
-        b = _scores(r_eq, r_soft[0], q, tensors, draw, expected)
+        a = _scores(s_eq, s_soft[0], q, tensors, draw, expected, functions)
+        b = _scores(r_eq, r_soft[0], q, tensors, draw, expected, functions)
     except (EquationError, KeyError, ValueError, RuntimeError):
         return None
     if a is None or b is None or a.shape != b.shape:
@@ -445,7 +487,7 @@ def _softmax_scale(d: str, student: dict[str, Equation], reference: dict[str, Eq
 
 
 def _scores(eq: Equation, soft: Reduce, q: EquationQuestion, tensors: dict[str, torch.Tensor],
-            draw: Mapping[str, int], expected: dict[str, torch.Tensor]) -> torch.Tensor | None:
+            draw: Mapping[str, int], expected: dict[str, torch.Tensor], functions: dict) -> torch.Tensor | None:
     """The argument of the softmax `soft` in `eq`, over the left side's indices (axes in its order)."""
     free = _free_indices(soft.body)
     if not free <= set(eq.indices):
@@ -456,7 +498,7 @@ def _scores(eq: Equation, soft: Reduce, q: EquationQuestion, tensors: dict[str, 
     probe = Equation("__scores", lhs, soft.body, eq.line, eq.text)
     env = {**tensors, **{k: v for k, v in expected.items() if k != eq.name}}
     inputs = {k: Spec(tuple(v.shape), integer=not v.is_floating_point()) for k, v in env.items()}
-    typed = eqn.check([probe], inputs, {}, sizes=None, require=False)
+    typed = eqn.check([probe], inputs, {}, sizes=None, require=False, functions=dict.fromkeys(functions))
     shape = tuple(expected[eq.name].shape[eq.indices.index(i)] for i in lhs)
-    out = eqn.evaluate_typed(typed, env, draw, declared={"__scores": shape})["__scores"]
+    out = eqn.evaluate_typed(typed, env, draw, declared={"__scores": shape}, functions=functions)["__scores"]
     return out

@@ -45,6 +45,23 @@ CAPTION = EquationQuestion(
     sizes=({"J": 5, "K": 3, "X": 4, "Y": 6}, {"J": 3, "K": 6, "X": 5, "Y": 2}),
 )
 
+# 002 P2, all four lines for one decoding step: the word distribution, the attention, the glimpse, and the
+# recurrent cell (declared by the sizes of its vectors: the answer says which vectors CELL reads, in order).
+# z is the previous state z_{t-1}, e = E[w_t, :] the vector of the word just read.
+CAPTION_STEP_EQUATIONS = r"""
+P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]
+alpha[x,y] = softmax_{x,y} sum_{j,k} z[j] * W_att[j,k] * M[x,y,k]
+V[k] = sum_{x,y} alpha[x,y] * M[x,y,k]
+z_next[:] = CELL(z[:], V[:], e[:])
+"""
+CAPTION_STEP = EquationQuestion(
+    inputs={"z": "J", "W_auto": "U,J", "E": "Vocab,U", "W_att": "J,K", "M": "X,Y,K", "e": "U"},
+    defines={"P": "Vocab", "alpha": "X,Y", "V": "K", "z_next": "J"},
+    reference=CAPTION_STEP_EQUATIONS,
+    functions={"CELL": "J,K,U -> J"},
+    sizes=({"J": 5, "U": 3, "Vocab": 7, "K": 4, "X": 2, "Y": 6}, {"J": 4, "U": 6, "Vocab": 5, "K": 3, "X": 7, "Y": 2}),
+)
+
 # 002 P3a: layer 0 of the language CNN, the word vectors of the sentence (a gather through w).
 CNN_LAYER0_EQUATION = "M0[b,t,j] = E[w[b,t], j]"
 CNN_LAYER0 = EquationQuestion(
@@ -65,5 +82,6 @@ CNN_STRIDE2 = EquationQuestion(
            {"B": 2, "T": 12, "D": 4, "J": 3, "J2": 6, "T2": 5}),
 )
 
-QUESTIONS = {"spatial": SPATIAL, "wq_tilde": WQ_TILDE, "caption": CAPTION, "cnn_layer0": CNN_LAYER0,
+QUESTIONS = {"spatial": SPATIAL, "wq_tilde": WQ_TILDE, "caption": CAPTION, "caption_step": CAPTION_STEP,
+             "cnn_layer0": CNN_LAYER0,
              "cnn_stride2": CNN_STRIDE2}

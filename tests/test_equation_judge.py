@@ -16,7 +16,7 @@ from autograder import judge as J
 from autograder.checks import CHECKS
 from autograder.checks.base import EquationCheck, EquationQuestion
 from autograder.equation_judge import judge_equations
-from tests.equation_questions import CAPTION, CNN_LAYER0, CNN_STRIDE2, QUESTIONS, SPATIAL, WQ_TILDE
+from tests.equation_questions import CAPTION, CAPTION_STEP, CNN_LAYER0, CNN_STRIDE2, QUESTIONS, SPATIAL, WQ_TILDE
 
 PASS = None
 
@@ -112,6 +112,27 @@ JUDGED = [  # (question, answer, None if it must pass, else the exact message)
                    "alpha[x,y] = softmax_{x,y} sum_{j,k} z[j] * W_att[j,k] * M[x,y,k] + sum_{j,k} z[j] * W_att[j,k]"),
      "your alpha gives different values, though its indices, sums and functions look like the expected ones: check "
      "signs, constant factors and the terms you add"),
+    # the whole decoding step (002 P2), CELL declared by the sizes of its vectors
+    (CAPTION_STEP, CAPTION_STEP.reference, PASS),
+    (CAPTION_STEP, edit(CAPTION_STEP, "P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]",
+                        "s[w] = sum_u E[w,u] sum_j W_auto[u,j] z[j]\nP[w] = exp(s[w]) / sum_v exp(s[v])",
+                        "z_next[:] = CELL(z[:], V[:], e[:])", "z_next[:] = CELL(z[:], V[:], E_w[:])",
+                        "V[k] = sum", "E_w[u] = e[u]\nV[k] = sum"), PASS),
+    (CAPTION_STEP, edit(CAPTION_STEP, "CELL(z[:], V[:], e[:])", "CELL(z[:], e[:], V[:])"),
+     "line 5 (z_next): argument 2 of CELL should be a vector of size K; e[:] runs over U\n"
+     "line 5 (z_next): argument 3 of CELL should be a vector of size U; V[:] runs over K"),
+    (CAPTION_STEP, edit(CAPTION_STEP, "CELL(z[:], V[:], e[:])", "CELL(z[:], V[:], E[0,:])"),
+     "your z_next reads E where the expected one reads e"),
+    (CAPTION_STEP, edit(CAPTION_STEP, "CELL(z[:], V[:], e[:])", "CELL(z[:], V[:])"),
+     "line 5 (z_next): CELL takes 3 vectors, got 2"),
+    (CAPTION_STEP, edit(CAPTION_STEP, "z_next[:] = CELL", "z_next[j] = CELL"),
+     "line 5 (z_next): the result of a function is a vector: write its axis as `:` on the left, z_next[...,:]\n"
+     "line 5 (z_next): index j of z_next does not appear on the right side"),
+    (CAPTION_STEP, edit(CAPTION_STEP, "softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]",
+                        "softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * W_att[j,k] * M[0,0,k]"),
+     "line 2 (P): index k appears on the right but not on the left: sum over it (sum_k ...) or add it to P's indices"),
+    (CAPTION_STEP, edit(CAPTION_STEP, "P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]",
+                        "P[w] = sum_{u,j} E[w,u] * W_auto[u,j] * z[j]"), "your P is not normalised (no softmax over vocab)"),
     # language CNN layer 0 (002 P3a): a gather through the word ids
     (CNN_LAYER0, CNN_LAYER0.reference, PASS),
     (CNN_LAYER0, "M0[b,t,u] = E[w[b,t],u]", PASS),

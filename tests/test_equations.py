@@ -183,7 +183,8 @@ def test_a_gather_needs_integers_of_the_right_range() -> None:
 
 def test_every_question_reference_passes_its_own_form_check() -> None:
     for q in QUESTIONS.values():
-        E.check(E.parse_answer(q.reference, q.operands, next(iter(q.defines))), q.inputs, q.defines)
+        E.check(E.parse_answer(q.reference, q.operands, next(iter(q.defines))), q.inputs, q.defines,
+                functions=q.functions)
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -293,7 +294,7 @@ def test_a_sum_of_a_product_is_contracted_without_the_full_product() -> None:
 
 def test_expect_equations_passes_the_references_and_any_well_formed_answer() -> None:
     for q in QUESTIONS.values():
-        expect_equations(q.reference, q.inputs, q.defines, operands=q.operands)
+        expect_equations(q.reference, q.inputs, q.defines, operands=q.operands, functions=q.functions)
     expect_equations("hka,hkb->hab / sqrt(K)", WQ_TILDE.inputs, WQ_TILDE.defines, operands=("WQ", "WK"))
     # wrong answers of the right form pass the visible test: it checks form, never correctness
     expect_equations(replace("softmax_{x2,y2}", "softmax_{x2}"), INPUTS, DEFINES)
@@ -321,6 +322,33 @@ def test_expect_equations_on_stubs_and_wrong_types() -> None:
         expect_equations("hka,hkb->hac", WQ_TILDE.inputs, WQ_TILDE.defines, operands=("WQ", "WK"))
     with pytest.raises(Explained, match="write the scale as"):
         expect_equations("hka,hkb->hab sqrt(K)", WQ_TILDE.inputs, WQ_TILDE.defines, operands=("WQ", "WK"))
+
+
+def test_declared_functions_on_whole_vectors() -> None:
+    z, V, e = torch.randn(3, 4), torch.randn(3, 5), torch.randn(3, 6)
+
+    def cell(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return torch.cat([a, b, c], dim=-1)[..., :4] * 2
+
+    out = E.evaluate("z1[b,:] = CELL(z[b,:], V[b,:], e[b,:])", {"z": z, "V": V, "e": e}, functions={"CELL": cell})
+    torch.testing.assert_close(out["z1"], 2 * z)
+    out = E.evaluate("z1[:] = tanh(CELL(z[0,:], V[1,:], e[2,:]))", {"z": z, "V": V, "e": e}, functions={"CELL": cell})
+    torch.testing.assert_close(out["z1"], torch.tanh(2 * z[0]))
+    with pytest.raises(EquationError, match=r"pass it as a function: evaluate\(..., functions=\{'CELL': ...\}\)"):
+        E.evaluate("z1[:] = CELL(z[0,:])", {"z": z})
+    for text, message in [("a[i] = z[:]", "`:` (a whole vector) is only for the arguments of a function"),
+                          ("a[:] = CELL(z[:], y[i])", "each argument of a function is one tensor with `:`"),
+                          ("a[i] = CELL(z[i])", "called on vectors like CELL(z[:], V[:])"),
+                          ("a[:,:] = CELL(z[:])", "`:` (the output of a function) appears twice")]:
+        with pytest.raises(EquationError) as err:
+            E.parse(text)
+        assert message in str(err.value)
+    specs = ({"z": "J", "V": "K", "e": "U"}, {"z1": "J"})
+    E.check(E.parse("z1[:] = CELL(z[:], V[:], e[:])"), *specs, functions={"CELL": "J,K,U -> J"})
+    with pytest.raises(EquationError, match="CELL.... is not a function of this question"):
+        E.check(E.parse("z1[:] = CELL(z[:], V[:], e[:])"), *specs)
+    with pytest.raises(ValueError, match="a function is declared as"):
+        E.check(E.parse("z1[:] = CELL(z[:], V[:], e[:])"), *specs, functions={"CELL": "J,K,U"})
 
 
 def test_visible_and_hidden_share_the_question_specs() -> None:

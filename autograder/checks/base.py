@@ -29,8 +29,12 @@ How to pose an equation answer (a derivation whose answer is a set of index equa
    values: `"w": "B,T in V"`. Every size of every draw must differ from the others (so that
    swapped indices show), including derived ones you give explicitly (`"T2": (T - D) // 2 + 1`).
    For an einsum-spec answer (`"hka,hkb->hab / sqrt(K)"`) name the operands of the one defined
-   tensor: `operands=("WQ", "WK")`. The question checks itself when the module is imported:
-   the reference must be well formed against the specs.
+   tensor: `operands=("WQ", "WK")`. A function the answer may call without it being defined (the
+   captioner's CELL) is declared by the sizes of its vectors, `functions={"CELL": "J,K,U -> J"}`,
+   and called on whole vectors, `z_next[:] = CELL(z[:], V[:], e[:])`; the judge gives it a fixed
+   random nonlinear map, so the arguments (which tensors, in which order) are what is checked.
+   The question checks itself when the module is imported: the reference must be well formed
+   against the specs.
 3. The notebook's answer cell holds the string (between the solution delimiters); its test cell
    has a visible form check and the hidden check:
 
@@ -144,12 +148,13 @@ class EquationQuestion:
     reference: str
     sizes: tuple[Mapping[str, int], ...]
     operands: tuple[str, ...] | None = None
+    functions: Mapping[str, str] = field(default_factory=dict)
     rtol: float = 1e-6
     atol: float = 1e-9
     typed: tuple = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from attnlab.equations import check, parse_answer
+        from attnlab.equations import check, function_spec, parse_answer
 
         if self.operands is not None and len(self.defines) != 1:
             raise ValueError("an einsum-spec question defines exactly one tensor")
@@ -162,13 +167,16 @@ class EquationQuestion:
             values = list(draw.values())
             if len(set(values)) != len(values):
                 raise ValueError(f"the sizes of a draw must all differ (so that swapped indices show): {dict(draw)}")
+        for text in self.functions.values():
+            function_spec(text)
         eqs = parse_answer(self.reference, self.operands, next(iter(self.defines)))
-        object.__setattr__(self, "typed", tuple(check(eqs, self.inputs, self.defines, sizes=names)))
+        object.__setattr__(self, "typed", tuple(check(eqs, self.inputs, self.defines, sizes=names,
+                                                      functions=self.functions)))
 
     @property
     def size_names(self) -> frozenset[str]:
         """Every size the specs name (axes, and the ranges of integer tensors)."""
-        from attnlab.equations import spec
+        from attnlab.equations import function_spec, spec
 
         out: set[str] = set()
         for text in [*self.inputs.values(), *self.defines.values()]:
@@ -176,6 +184,9 @@ class EquationQuestion:
             out |= {a for a in s.axes if isinstance(a, str)}
             if isinstance(s.values, str):
                 out.add(s.values)
+        for text in self.functions.values():
+            args, result = function_spec(text)
+            out |= {a for a in (*args, result) if isinstance(a, str)}
         return frozenset(out)
 
 
