@@ -28,6 +28,9 @@ The language, exactly:
 * functions `exp`, `log` (natural), `sigmoid` (also `σ`, `\sigma`), `tanh`, `sqrt`, `relu`.
 * an index position holds an index (`M[t, j]`), an integer combination of indices
   (`M[b, 2*t + d, j]`, `z[t-1, j]`), or a word id read from an integer tensor (`E[w[b,t], j]`).
+* a function the question declares by the sizes of its vectors (the captioner's `CELL`, declared
+  `"J,K,U -> J"`) is called on whole vectors, `:` marking each vector's axis, and its result's
+  axis is `:` on the left: `z_next[:] = CELL(z[:], V[:], E[w[t], :])`.
 * LaTeX and Unicode where cheap: `\mathrm{softmax}`, `\exp`, `\frac{a}{b}`, `\sqrt{K}`, `\cdot`,
   `·`, `×`, `−`, `W^Q[h,k,j]` (= `WQ`), `\alpha`/`α` (= `alpha`), `\tilde{W}^Q` or `W̃Q`
   (= `WQ_tilde`); `#` starts a comment.
@@ -39,6 +42,9 @@ the tree with torch on the tensors you give it, under caps on the text, the numb
 equations and indices, nesting, the size of every intermediate tensor, and time.
 
     evaluate(SPATIAL_EQUATIONS, {"WQ": WQ, "WK": WK, "WV": WV, "M": M})["V"]   # V[h,x,y,i]
+
+(`sizes={"K": 4}` gives a size used as a number when no index named k tells it; `functions=` gives a
+declared function as a callable.)
 
 `attnlab.testing.expect_equations` checks an answer's form (names, indices, sizes) for a
 visible test; only the grader checks that the equations are right.

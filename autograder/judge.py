@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -131,7 +131,7 @@ def _judge_composition(check: FunctionCheck, args: tuple, value: object) -> str 
         return problem
     names = _and(check.upstream)
     try:
-        lookups = {n: _lookup_calls(n, calls[n], check) for n in check.upstream}
+        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n)) for n in check.upstream}
         composed = check.reference(*args, **lookups)
     except _NotRecorded as exc:
         return f"{problem}, and it is not the expected composition of your own {names} either ({exc})"
@@ -152,8 +152,11 @@ def _split_recorded(value: object, names: Sequence[str]) -> tuple[object, dict[s
     return value, None
 
 
-def _lookup_calls(name: str, log: list, check: FunctionCheck):
-    """A stand-in for the student's `name` that answers from its recorded calls (arguments matched by value)."""
+def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object]):
+    """A stand-in for the student's `name` that answers from its recorded calls (arguments matched by value).
+
+    A recorded result is used only if it has the structure, shapes and dtypes of the reference's own result on
+    the same arguments, so whatever the log holds, the composition runs on tensors of the trials' sizes."""
     entries = [e for e in log if type(e) is list and len(e) == 2 and type(e[0]) in (list, tuple)]
 
     def lookup(*args: object) -> object:
@@ -161,12 +164,24 @@ def _lookup_calls(name: str, log: list, check: FunctionCheck):
                  if len(recorded) == len(args) and all(compare(r, a, check) is None for r, a in zip(recorded, args))]
         if not found:
             raise _NotRecorded(f"your function never called {name} on the arguments the composition passes it")
-        first = found[0]
-        if any(compare(other, _local(first, args), check) is not None for other in found[1:]):
+        first = _local(found[0], args)
+        if any(compare(other, first, check) is not None for other in found[1:]):
             raise _NotRecorded(f"your {name} returned different results for the same arguments")
-        return _local(first, args)
+        expected = reference(*args)
+        if not _same_form(first, expected):
+            raise _NotRecorded(f"your {name} returned {_kind(found[0])} where {describe([expected])} was expected")
+        return first
 
     return lookup
+
+
+def _same_form(x: object, like: object) -> bool:
+    """Same nesting, tensor shapes and dtypes (values aside)."""
+    if isinstance(like, torch.Tensor):
+        return type(x) is torch.Tensor and x.shape == like.shape and x.dtype == like.dtype
+    if isinstance(like, (list, tuple)):
+        return type(x) in (list, tuple) and len(x) == len(like) and all(_same_form(a, b) for a, b in zip(x, like))
+    return type(x) in (int, float, bool, str, type(None)) and type(x) is type(like)
 
 
 def _local(x: object, like: Sequence[object]) -> object:
@@ -230,6 +245,8 @@ def _compare_tensor(actual: object, expected: torch.Tensor, check: FunctionCheck
 def _kind(x: object) -> str:
     if isinstance(x, Received):
         return f"a tensor of shape {tuple(x.tensor.shape)}"
+    if type(x) is torch.Tensor:
+        return f"a tensor of shape {tuple(x.shape)}"
     return f"{type(x).__name__}"
 
 

@@ -221,6 +221,31 @@ def test_a_forged_log_buys_only_what_a_correct_composition_buys() -> None:
     assert not verdict.passed and "returned different results for the same arguments" in verdict.message
 
 
+def test_a_log_never_makes_the_grader_compute_on_other_sizes() -> None:
+    """A forged result of another shape (a huge M would make the reference's T x T scores huge) is refused
+    before the composition reads it."""
+    trial = _trial()
+    (M, layers), _ = split_record_request(trial)
+    huge = torch.zeros(4 * M.shape[0], M.shape[1], dtype=M.dtype)
+    log = _lookup_table(M, layers, [huge, huge])
+    verdict = J.judge(NAME, [trial], [Outcome(value={"output": huge, "calls": {"self_attention": log}})])
+    assert not verdict.passed
+    assert f"your self_attention returned a tensor of shape {tuple(huge.shape)} where [{M.shape[0]},{M.shape[1]}]" \
+        in verdict.message
+
+
+def test_an_upstream_reference_must_take_the_function_as_a_keyword() -> None:
+    from autograder.checks.base import FunctionCheck
+
+    def composed(M, layers):
+        return M
+
+    with pytest.raises(ValueError, match="must take self_attention as a keyword argument"):
+        FunctionCheck(composed, lambda gen: [], upstream=("self_attention",))
+    check = FunctionCheck(ch1.transformer, lambda gen: [], upstream=("self_attention",))
+    assert check.upstream_reference("self_attention") is ch1.self_attention
+
+
 def test_malformed_logs_are_ignored_not_trusted() -> None:
     trial = _trial()
     (M, layers), _ = split_record_request(trial)

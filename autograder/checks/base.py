@@ -53,6 +53,7 @@ matter), and for a wrong tensor names the index at fault without printing the re
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -98,7 +99,19 @@ class FunctionCheck:
 
     def __post_init__(self) -> None:
         if self.upstream:  # trials end with the recording request: reference(*trial) must ignore it
+            for name in self.upstream:
+                self.upstream_reference(name)
             object.__setattr__(self, "reference", _IgnoreRecordRequest(self.reference))
+
+    def upstream_reference(self, name: str) -> Callable[..., object]:
+        """The reference's own `name`: the default of its keyword argument `name`."""
+        fn = self.reference.fn if isinstance(self.reference, _IgnoreRecordRequest) else self.reference
+        param = inspect.signature(fn).parameters.get(name)
+        if param is None or param.kind not in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD) or \
+                not callable(param.default):
+            raise ValueError(f"the reference {getattr(fn, '__name__', fn)} must take {name} as a keyword argument "
+                             f"whose default is the reference {name} (upstream judging)")
+        return param.default
 
     def tolerances(self, dtype: torch.dtype) -> tuple[float, float]:
         """(rtol, atol) for outputs of this dtype."""
