@@ -795,7 +795,9 @@ def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defin
     declared = {k: spec(v) for k, v in (defines or {}).items()}
     size_names = None if sizes is None else frozenset(sizes)
     if size_names is None and all(isinstance(a, str) for s in [*in_specs.values(), *declared.values()] for a in s.axes):
-        size_names = frozenset(a for s in [*in_specs.values(), *declared.values()] for a in s.axes if isinstance(a, str))
+        named = {a for s in [*in_specs.values(), *declared.values()] for a in s.axes if isinstance(a, str)}
+        named |= {s.values for s in in_specs.values() if isinstance(s.values, str)}
+        size_names = frozenset(named) or None
     env = _Env({k: s.axes for k, s in in_specs.items()}, {k: s.values for k, s in in_specs.items() if s.integer},
                frozenset(in_specs), size_names, declared, {k: function_spec(v) for k, v in (functions or {}).items()})
     problems: list[str] = []
@@ -1085,9 +1087,10 @@ def evaluate(answer: str | Sequence[Equation], tensors: Mapping[str, torch.Tenso
                                     f"evaluate(..., functions={{'{node.fn}': ...}})")
     typed = check(eqs, specs, {}, sizes=None, require=False, functions=dict.fromkeys(functions or {}))
     values = dict(sizes or {})
+    defined = {eq.name for eq in eqs}
     for eq in eqs:
         for node in walk(eq.rhs):
-            if isinstance(node, Var) and node.name not in tensors and node.name not in values:
+            if isinstance(node, Var) and node.name not in tensors and node.name not in values and node.name not in defined:
                 values[node.name] = _size_from_letter(node.name, typed)
     return evaluate_typed(typed, dict(tensors), values, functions=functions)
 
@@ -1306,7 +1309,7 @@ def _expand(v: _Named, axes: tuple[str, ...], run: _Run) -> torch.Tensor:
     if t is None:
         extra = [a for a in v.axes if a not in axes]
         raise run.err(f"the right side keeps indices {','.join(extra)} that the left side does not have")
-    return t.expand(*[run.sizes[a] for a in axes]).contiguous()
+    return t.expand([run.sizes[a] for a in axes]).contiguous()
 
 
 def _read(r: Ref, run: _Run) -> _Named:
@@ -1341,14 +1344,14 @@ def _read(r: Ref, run: _Run) -> _Named:
         return _Named(src, ())
     out = src[tuple(positions)]
     shape = [run.sizes[o] for o in order]
-    return _Named(out.expand(*shape) if list(out.shape) != shape else out, tuple(order))
+    return _Named(out.expand(shape) if list(out.shape) != shape else out, tuple(order))
 
 
 def _at(ix: Index, idx: torch.Tensor, bad: int, order: list[str], run: _Run) -> str:
     if not isinstance(ix, Affine):
         return ""
-    where = (idx.expand(*[run.sizes[o] for o in order]) == bad).nonzero()
+    where = (idx.expand([run.sizes[o] for o in order]) == bad).nonzero()
     if not len(where):
         return ""
     at = ", ".join(f"{o}={int(v)}" for o, v in zip(order, where[0]) if o in dict(ix.terms))
-    return f" (at {at})"
+    return f" (at {at})" if at else ""

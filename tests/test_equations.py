@@ -241,10 +241,14 @@ def test_evaluate_sizes_used_as_numbers() -> None:
         E.evaluate("a[t,u] = s[t,u] / sqrt(K)", {"s": s})
     torch.testing.assert_close(E.evaluate("a[t,u] = s[t,u] / sqrt(K)", {"s": s}, sizes={"K": 4})["a"], s / 2)
     torch.testing.assert_close(E.evaluate("a[t,u] = s[t,u] / T", {"s": s})["a"], s / 3)
+    total = E.evaluate("c = sum_{t,u} s[t,u]\na[t,u] = s[t,u] / c", {"s": s})  # a tensor with no index
+    torch.testing.assert_close(total["a"], s / s.sum())
+    torch.testing.assert_close(E.evaluate("a = x / K", {"x": torch.tensor(2.0)}, sizes={"K": 4})["a"], torch.tensor(0.5))
 
 
 EVALUATION_ERRORS = [  # (answer, tensors, message)
     ("a[t] = z[t - 1]", {"z": torch.zeros(3)}, "z[t - 1] reads position -1 of z's axis 1, which has size 3 (at t=0)"),
+    ("a = z[5]", {"z": torch.zeros(3)}, "z[5] reads position 5 of z's axis 1, which has size 3"),
     ("a[i] = x[i] * y[i]", {"x": torch.zeros(3), "y": torch.zeros(4)}, "index i runs over 3 in x[i] but over 4 in y[i]"),
     ("a[t] = E[w[t]]", {"E": torch.zeros(3), "w": torch.tensor([0, 3])}, "E[w[t]] reads position 3 of E's axis 1"),
     ("a[t] = E[w[t]]", {"E": torch.zeros(3), "w": torch.tensor([0.0, 1.0])}, "reads an index from w, which does not hold integers"),
