@@ -50,6 +50,22 @@ The judge (`autograder.equation_judge`) evaluates the student's equations and th
 random tensors for every size draw, compares each defined tensor axis by axis (so index names,
 the order of factors and sums, where the scale sits and softmax written out as exp/sum do not
 matter), and for a wrong tensor names the index at fault without printing the reference.
+Put the whole assignment inside the solution region (`### BEGIN SOLUTION` before
+`SPATIAL_EQUATIONS = r'''`): the release then has nbgrader's stub, and its test cell fails on the
+undefined name, as for a function.
+
+How to judge a function that calls an earlier one (one mistake costs one cell)
+-----------------------------------------------------------------------------
+Give the reference the earlier function as a keyword argument whose default is the reference's
+own, and name it in `upstream`:
+
+    def caption_step(z, M, E, ..., *, image_attention=image_attention, attend=attend): ...
+    "ch5.caption_step": FunctionCheck(ch5.caption_step, trials, upstream=("image_attention", "attend"))
+
+The notebook line stays `hidden_check("ch5.caption_step", caption_step)`. The student's calls to
+those functions are recorded in the sandbox; the cell passes if its output equals the reference's,
+or the reference composed over the student's own functions (their recorded results, used only when
+shaped like the reference's own results on the same arguments).
 """
 from __future__ import annotations
 
