@@ -50,8 +50,8 @@ The judge (`autograder.equation_judge`) evaluates the student's equations and th
 random tensors for every size draw, compares each defined tensor axis by axis (so index names,
 the order of factors and sums, where the scale sits and softmax written out as exp/sum do not
 matter), and for a wrong tensor names the index at fault without printing the reference.
-Put the whole assignment inside the solution region (`### BEGIN SOLUTION` before
-`SPATIAL_EQUATIONS = r'''`): the release then has nbgrader's stub, and its test cell fails on the
+Put the whole assignment inside the solution region (its opening marker, `coursenb.cells.SOLUTION_BEGIN`,
+before `SPATIAL_EQUATIONS = r'''`): the release then has nbgrader's stub, and its test cell fails on the
 undefined name, as for a function.
 
 How to judge a function that calls an earlier one (one mistake costs one cell)

@@ -68,12 +68,14 @@ def _strip_solution_metadata(nb, ctx):
 
 
 def _other_chapter(nb, ctx):
-    return nbformat.read(ctx["repo"] / "chapters" / "ch0_attention.ipynb", as_version=4)
+    from coursenb.chapters import select
+
+    return select(["ch0"])[0].read()
 
 
 _SECRETS = '''
 import glob, os, sqlite3
-paths = ["{repo}/solutions/ch1.py", "{repo}/solutions", "{repo}/chapters/ch1_parallel_time.ipynb",
+paths = ["{repo}/solutions/ch1.py", "{repo}/solutions", "{repo}/chapters/ch1_parallel_time.py",
          "{repo}/autograder/checks/ch1.py", "{repo}/.git/HEAD", "{course}/gradebook.db",
          "{course}/source/ch1/ch1_parallel_time.ipynb", "{course}/submitted", "{course}/nbgrader_config.py",
          "/root/.bashrc", "../../source/ch1/ch1_parallel_time.ipynb"]
