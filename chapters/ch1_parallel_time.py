@@ -13,7 +13,7 @@
 #   working on whatever device and dtype the inputs have;
 # * derive the parallel running time of an $L$-layer Transformer, of one layer and of one
 #   softmax, when sums are serial and when they take logarithmic time, and give your
-#   answers as expressions such as `"L*(T + J)"`;
+#   answers as expressions such as `"H*T^2"`;
 # * time one layer against the sequence length $T$, next to PyTorch's fused attention
 #   kernel, and measure the depth of your own `transformer` with the book's profiler.
 #
@@ -234,7 +234,7 @@ hidden_check("ch1.transformer", transformer)
 # once, and an operation can start as soon as its inputs exist. The **parallel running
 # time** (the *depth*) of a computation is then the length of its longest chain of
 # dependent operations. Constant factors do not matter: answer with the order, as an
-# expression in the named sizes (write `"L*(T + J)"`, `"O(L T^2)"` or `"L(\log T)"`; any
+# expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `"J(\log T)^2"`; any
 # expression of the same order is accepted, constants and lower-order terms are ignored).
 #
 # A **sum of $N$ terms** is the one operation that is not trivially parallel: the problems
@@ -248,7 +248,7 @@ hidden_check("ch1.transformer", transformer)
 # $K \le J$ and $I \le J$.
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_serial", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, as a string, e.g. "L*(T + J)".
+# An expression in L, T, H, J, K, as a string, e.g. "H*T^2".
 ### BEGIN SOLUTION
 PARALLEL_TIME_SERIAL = "L*(J + K + T)"
 ### END SOLUTION
@@ -268,7 +268,7 @@ hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
 # again with $J = HI$, $K \le J$ and $I \le J$.
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_log", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, e.g. "L*log(T)".
+# An expression in L, T, H, J, K, e.g. "J*log(L)".
 ### BEGIN SOLUTION
 PARALLEL_TIME_LOG = "L*(log(J) + log(K) + log(T))"
 ### END SOLUTION
