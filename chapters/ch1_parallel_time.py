@@ -546,7 +546,8 @@ for name in methods:
     print(f"  {name}: ran {kernels.get(name, '-')}")
 for k, T in enumerate(Ts):
     cells = [f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods]
-    print(f"T = {T:5d}: " + "  ".join(cells) + f"   (scores {H * T * T * torch.finfo(dtype).bits // 8 / 2**20:7.1f} MiB)")
+    scores_mib = H * T * T * torch.finfo(dtype).bits // 8 / 2**20
+    print(f"T = {T:5d}: " + "  ".join(cells) + f"   (scores {scores_mib:7.1f} MiB)")
 
 # %%
 if Ts:

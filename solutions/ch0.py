@@ -14,7 +14,7 @@ def dot_product_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Ten
 
 
 def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
-    """Seed 004's column form: MT[J,T] (items as columns), WQ/WK[H,K,J], WV[H,I,J] -> [H*I, T], heads stacked h = 0 first."""
+    """Seed 004's column form: MT[J,T] (items as columns), WQ/WK[H,K,J], WV[H,I,J] -> [H*I, T], head 0's rows first."""
     K = WQ.shape[1]
     QueryT = torch.einsum("hkj,jt->hkt", WQ, MT)
     KeyT = torch.einsum("hkj,jt->hkt", WK, MT)

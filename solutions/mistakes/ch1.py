@@ -58,6 +58,6 @@ WRONG = [
           ("test_softmax_time_practice",), "multiplied instead of added"),
     Wrong("layer_time", 'LAYER_TIME = "log(T)"\nLAYER_TIME_PRACTICE = "J + log(T)"', ("test_layer_time",),
           "forgot the projections' and scores' sums"),
-    Wrong("layer_time", 'LAYER_TIME = "log(T) + log(J)"\nLAYER_TIME_PRACTICE = "J*log(T)"', ("test_layer_time_practice",),
-          "multiplied instead of added"),
+    Wrong("layer_time", 'LAYER_TIME = "log(T) + log(J)"\nLAYER_TIME_PRACTICE = "J*log(T)"',
+          ("test_layer_time_practice",), "multiplied instead of added"),
 ]
