@@ -3,13 +3,15 @@ r"""Index equations: the book's answer language for derivations.
 A derivation's answer is a string of equations in the book's index notation
 (`front/notation.md`), one per line (or separated by `;`), each defining one tensor:
 
-    SPATIAL_EQUATIONS = r'''
-    Query[h,x,y,k] = sum_j WQ[h,k,j] * M[x,y,j]
-    Key[h,x,y,k]   = sum_j WK[h,k,j] * M[x,y,j]
-    Value[h,x,y,i] = sum_j WV[h,i,j] * M[x,y,j]
-    alpha[h,x,y,x2,y2] = softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) / sqrt(K)
-    V[h,x,y,i] = sum_{x2,y2} alpha[h,x,y,x2,y2] * Value[h,x2,y2,i]
+    LAYER_EQUATIONS = r'''
+    Query[h,t,k] = sum_j WQ[h,k,j] * M[t,j]
+    Key[h,t,k]   = sum_j WK[h,k,j] * M[t,j]
+    Value[h,t,i] = sum_j WV[h,i,j] * M[t,j]
+    alpha[h,t,t2] = softmax_{t2} (sum_k Query[h,t,k] * Key[h,t2,k]) / sqrt(K)
+    V[h,t,i] = sum_{t2} alpha[h,t,t2] * Value[h,t2,i]
     '''
+
+(Chapter 1's layer, which the book states; no question asks for it.)
 
 The language, exactly:
 
@@ -17,7 +19,7 @@ The language, exactly:
   names, any you like: `x'`, `x2` and `t1` are all indices). Every index on the left must
   appear on the right, and every index on the right that no `sum` binds must be on the left.
   A tensor is defined once, from the question's inputs and tensors defined on earlier lines.
-* `sum_j`, `sum_{j,k}` (also `\sum_{j}`, `Σ_j`) sum over the listed indices; `softmax_{x2,y2}`
+* `sum_j`, `sum_{j,k}` (also `\sum_{j}`, `Σ_j`) sum over the listed indices; `softmax_{t2}`
   normalises over the listed indices (they stay indices of the result). Both apply to the
   **whole product that follows them**, up to the next `+` or `-` outside brackets:
   `sum_j a[j] * b[j] + c` is (Σ_j a b) + c, and `softmax_{t2}(s[t,t2]) / sqrt(K)` is the softmax
@@ -34,14 +36,15 @@ The language, exactly:
 * LaTeX and Unicode where cheap: `\mathrm{softmax}`, `\exp`, `\frac{a}{b}`, `\sqrt{K}`, `\cdot`,
   `·`, `×`, `−`, `W^Q[h,k,j]` (= `WQ`), `\alpha`/`α` (= `alpha`), `\tilde{W}^Q` or `W̃Q`
   (= `WQ_tilde`); `#` starts a comment.
-* an einsum spec is shorthand where a question names its operands: `"hka,hkb->hab"`, with
-  an optional scale after it: `"hka,hkb->hab / sqrt(K)"` or `"hka,hkb->hab * 1/sqrt(K)"`.
+* an einsum spec is shorthand where a question names its operands: `"hkj,tj->htk"` (with the
+  operands WQ, M), with an optional scale after it: `"hkj,tj->htk / sqrt(K)"` or
+  `"hkj,tj->htk * 1/sqrt(K)"`.
 
 Nothing is ever evaluated as Python: a lark grammar reads the text, and `evaluate` interprets
 the tree with torch on the tensors you give it, under caps on the text, the number of
 equations and indices, nesting, the size of every intermediate tensor, and time.
 
-    evaluate(SPATIAL_EQUATIONS, {"WQ": WQ, "WK": WK, "WV": WV, "M": M})["V"]   # V[h,x,y,i]
+    evaluate(LAYER_EQUATIONS, {"WQ": WQ, "WK": WK, "WV": WV, "M": M})["V"]   # V[h,t,i]
 
 (`sizes={"K": 4}` gives a size used as a number when no index named k tells it; `functions=` gives a
 declared function as a callable.)
@@ -667,16 +670,16 @@ _EINSUM = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s
 
 
 def is_einsum(text: object) -> bool:
-    """True if `text` looks like an einsum spec (`"hka,hkb->hab"`, maybe with a scale)."""
+    """True if `text` looks like an einsum spec (`"hkj,tj->htk"`, maybe with a scale)."""
     return isinstance(text, str) and "=" not in text and _EINSUM.match(_normalise(text)) is not None
 
 
 def einsum_equation(text: str, operands: Sequence[str], define: str) -> str:
-    """The equation an einsum spec stands for: `"hka,hkb->hab / sqrt(K)"` with operands (WQ, WK)
-    and define WQ_tilde -> `WQ_tilde[h,a,b] = (sum_k WQ[h,k,a] * WK[h,k,b]) / sqrt(K)`."""
+    """The equation an einsum spec stands for: `"hkj,tj->htk / sqrt(K)"` with operands (WQ, M)
+    and define Query -> `Query[h,t,k] = (sum_j WQ[h,k,j] * M[t,j]) / sqrt(K)`."""
     m = _EINSUM.match(_normalise(text))
     if m is None:
-        raise EquationError(f"`{text}` is not an einsum spec like \"hka,hkb->hab\"")
+        raise EquationError(f"`{text}` is not an einsum spec like \"hkj,tj->htk\"")
     ins = [s.strip() for s in m.group(1).split(",")]
     out, tail = m.group(2), m.group(3).strip()
     if len(ins) != len(operands):

@@ -66,7 +66,7 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
     defined above it with the right number of indices, that an index runs over one size, that every
     index on the right is summed or on the left, and that sizes used as numbers exist. It never checks
     that the equations are right: the hidden test does. With `operands`, an einsum spec over those
-    tensors is accepted for the one tensor in `defines` (`"hka,hkb->hab / sqrt(K)"`).
+    tensors is accepted for the one tensor in `defines` (`"hkj,tj->htk / sqrt(K)"`).
     `functions`: functions the question declares, by the sizes of their vectors (`{"CELL": "J,K,U -> J"}`,
     called as `CELL(z[:], V[:], e[:])`).
     """

@@ -21,6 +21,16 @@ WRONG = [
             V = torch.einsum("hts,hsi->hti", alpha, Value)
             return V.permute(1, 0, 2).reshape(M.shape[0], -1)
         ''', ("test_self_attention",), "scores not scaled by 1/sqrt(K) (transformer over it is judged on its own)"),
+    Wrong("self_attention", '''
+        def self_attention(M, WQ, WK, WV):
+            K = WQ.shape[1]
+            Query = torch.einsum("hkj,tj->htk", WQ, M)
+            Key = torch.einsum("hkj,tj->htk", WK, M)
+            Value = torch.einsum("hij,tj->hti", WV, M)
+            alpha = torch.softmax(torch.einsum("htk,hsk->hts", Query, Key) / math.sqrt(K), dim=-1)
+            V = torch.einsum("hts,hsi->hti", alpha, Value)
+            return V.reshape(M.shape[0], -1)  # [H, T, I] reshaped without permuting to [T, H, I]
+        ''', ("test_self_attention",), "heads reshaped without permuting (transformer over it keeps its points)"),
     Wrong("transformer", '''
         def transformer(M, layers):
             out = M
@@ -36,8 +46,10 @@ WRONG = [
           "forgot the scores' inner product"),
     Wrong("softmax_time", 'SOFTMAX_TIME = "log(T) + log(K)"\nSOFTMAX_TIME_PRACTICE = "K*log(T)"',
           ("test_softmax_time_practice",), "multiplied instead of added"),
-    Wrong("layer_time_practice", 'LAYER_TIME_PRACTICE = "J*log(T)"', ("test_layer_time_practice",),
-          "multiplied instead of added"),
+    Wrong("layer_time", 'LAYER_TIME = "log(T)"\nLAYER_TIME_PRACTICE = "J + log(T)"', ("test_layer_time",),
+          "forgot the projections' and scores' sums"),
+    Wrong("layer_time", 'LAYER_TIME = "log(T) + log(J)"\nLAYER_TIME_PRACTICE = "J*log(T)"',
+          ("test_layer_time_practice",), "multiplied instead of added"),
     Wrong("self_attention", '''
         def self_attention(M, WQ, WK, WV):
             K = WQ.shape[1]
