@@ -64,7 +64,7 @@ def test_every_chapter_is_published_in_order() -> None:
 def test_errata_page_lists_the_known_seed_typos() -> None:
     text = (layout.ROOT / "front" / "errata.md").read_text()
     for needle in ("ranger",                      # seed 000
-                   "L_\\ell(t_2, J_2)",           # seed 002 P6: the last factor at t2
+                   "L_\\ell[t_2, J_2]",           # seed 002 P6: the last factor at t2
                    "L_\\ell[b, 2t + \\Delta t, i']",  # seed 002 P3: the batch index b
                    "1/\\sqrt{K}",                  # seed 002 P4: unscaled scores
                    "key matrix"):                  # seed 004: K for items and keys
@@ -74,7 +74,7 @@ def test_errata_page_lists_the_known_seed_typos() -> None:
 def test_notation_page_translates_to_every_seed() -> None:
     text = (layout.ROOT / "front" / "notation.md").read_text()
     for seed in ("000", "001", "002", "003", "004"):
-        assert re.search(rf"^### Seed {seed}\b.*\n(?:(?!###).*\n)*?\| book \| seed {seed} \|", text, re.M), seed
+        assert re.search(rf"^### Seed {seed}\b.*\n(?:(?!### ).*\n)*?\| book \| seed {seed} \|", text, re.M), seed
 
 
 def test_edition_configs() -> None:

@@ -11,6 +11,7 @@ import csv
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import zipfile
@@ -22,6 +23,7 @@ import pytest
 from autograder import cli, collect, course, example_class, gradinglog
 from autograder.checks import CHECKS
 from autograder.gradinglog import CellLog, NotebookLog
+from coursenb import cells
 from coursenb.chapters import select
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
@@ -293,6 +295,24 @@ def test_example_class_students_are_what_they_claim(released) -> None:
 SCORES = {  # student -> grade_ids lost (every other cell full marks)
     "ada": set(), "alan": {"test_self_attention"}, "edsger": "all", "grace": {"test_transformer", "test_softmax_time"},
 }
+# What the chapter's cells are worth today (a chapter may gain a question): the expectations below follow.
+POINTS = {cells.grade_id(c): cells.points(c) for c in CHAPTER.read().cells if cells.is_graded(c)}
+TOTAL = sum(POINTS.values())
+
+
+def raw(student: str) -> float:
+    """The student's score before any late penalty."""
+    lost = SCORES[student]
+    return 0.0 if lost == "all" else TOTAL - sum(POINTS[g] for g in lost)
+
+
+GRACE_PENALTY = min(raw("grace"), 0.2 * TOTAL)  # two started days late at 10% a day
+GRACE_FINAL = raw("grace") - GRACE_PENALTY
+
+
+def num(x: float) -> str:
+    """A score as the tables and exports print it."""
+    return f"{round(x, 2):g}"
 
 
 def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
@@ -372,12 +392,14 @@ def test_gradebook_table(capsys, graded) -> None:
     assert code == 0
     table_lines = out.split("\n\n")[0].splitlines()[3:]
     rows = {line.split()[0]: line.split()[1:] for line in table_lines if line.strip()}
-    assert rows["ada"] == ["11L", "11"] and rows["alan"] == ["7", "7"] and rows["edsger"] == ["0", "0"]
-    assert rows["grace"] == ["5.8L", "5.8"]  # 8 raw, 2 started days late: 20% of 11 points
+    assert rows["ada"] == [f"{num(TOTAL)}L", num(TOTAL)] and rows["alan"] == [num(raw("alan"))] * 2
+    assert rows["edsger"] == ["0", "0"]
+    assert rows["grace"] == [f"{num(GRACE_FINAL)}L", num(GRACE_FINAL)]  # 2 started days late: 20% of the points
     assert rows["ken"][:2] == ["-", "0"] and " ".join(rows["ken"][2:]) == f"not a notebook ({NB}.py)"
     late_table = out[out.index("late work (policy: 10% of the points per started day late, at most 50%; 15 min grace)"):]
-    assert re.search(r"grace\s+ch1\s+1 d 23 h late\s+8\s+-2.2\s+5.8", late_table)
-    assert re.search(r"ada\s+ch1\s+10 min late, within the grace period\s+11\s+-0\s+11", late_table)
+    assert re.search(rf"grace\s+ch1\s+1 d 23 h late\s+{num(raw('grace'))}\s+-{num(GRACE_PENALTY)}\s+{num(GRACE_FINAL)}",
+                     late_table)
+    assert re.search(rf"ada\s+ch1\s+10 min late, within the grace period\s+{num(TOTAL)}\s+-0\s+{num(TOTAL)}", late_table)
     assert f"ken_1012_9_{NB}.py" in out and "1 file(s) collected but not placed" in out
 
 
@@ -389,7 +411,7 @@ def test_late_policy_is_what_nbgrader_sees(graded) -> None:
         sub = gb.find_submission("ch1", "grace")
         assert sub.assignment.duedate.isoformat() == "2025-01-31T23:00:00"
         assert sub.total_seconds_late == pytest.approx(47 * 3600)
-        assert sub.notebooks[0].late_submission_penalty == pytest.approx(2.2)
+        assert sub.notebooks[0].late_submission_penalty == pytest.approx(GRACE_PENALTY)
         assert gb.find_submission("ch1", "alan").notebooks[0].late_submission_penalty in (None, 0)
 
 
@@ -450,16 +472,17 @@ def test_export_csv_totals_and_cells(capsys, graded, tmp_path) -> None:
     rows = list(csv.DictReader((tmp_path / "t.csv").open()))
     by = {r["student_id"]: r for r in rows}
     assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"], by["alan"]["late"]) == \
-        ("7", "11", "graded", "no")
+        (num(raw("alan")), num(TOTAL), "graded", "no")
     assert (by["grace"]["score"], by["grace"]["raw_score"], by["grace"]["late_penalty"], by["grace"]["late"],
             by["grace"]["days_late"], by["grace"]["submitted_at"], by["grace"]["due"]) == \
-        ("5.8", "8", "2.2", "yes", "1.96", "2025-02-02T22:00:00Z", "2025-01-31T23:00:00Z")
+        (num(GRACE_FINAL), num(raw("grace")), num(GRACE_PENALTY), "yes", "1.96", "2025-02-02T22:00:00Z",
+         "2025-01-31T23:00:00Z")
     assert (by["ken"]["score"], by["ken"]["status"]) == ("", "missing")
     assert run(capsys, "export", "--cells", "-o", tmp_path / "c.csv", "--course", graded)[0] == 0
     cells = list(csv.DictReader((tmp_path / "c.csv").open()))
     assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
                               "comment"]
-    assert len(cells) == 4 * 7
+    assert len(cells) == 4 * len(POINTS)  # four students, every graded cell
     grace = {r["grade_id"]: r["score"] for r in cells if r["student_id"] == "grace"}
     assert grace["test_transformer"] == "0" and grace["test_self_attention"] == "4"
 
@@ -472,12 +495,12 @@ def test_export_canvas_matches_canvas_importer_rules(capsys, graded, tmp_path) -
     # lib/gradebook_importer.rb: "Student" then "ID"; SIS User ID needs SIS Login ID; info columns end at "Section"
     assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
     assert header[5:] == ["ch1 (4321)", "ch1 raw score", "ch1 late penalty", "ch1 lateness"]
-    assert "Points Possible" in rows[1][0] and rows[1][5] == "11"
+    assert "Points Possible" in rows[1][0] and rows[1][5] == num(TOTAL)
     assert rows[1][6:] == ["(read only)"] * 3  # readonly_assignment?: the importer drops these columns
     by = {r[0]: r for r in rows[2:]}
-    assert by["alan"][5] == "7" and by["ken"][1] == "1012" and by["ken"][5] == ""
+    assert by["alan"][5] == num(raw("alan")) and by["ken"][1] == "1012" and by["ken"][5] == ""
     grace = by["'=HYPERLINK(\"http://evil\",\"Hopper\"), Grace"]  # a name from the LMS is not a formula either
-    assert grace[5:] == ["5.8", "8", "2.2", "1 d 23 h late"]
+    assert grace[5:] == [num(GRACE_FINAL), num(raw("grace")), num(GRACE_PENALTY), "1 d 23 h late"]
 
 
 def test_csv_cells_never_start_a_formula(tmp_path) -> None:
@@ -502,10 +525,11 @@ def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> 
         leaked = [name for name in CHECKS if name in text]
         assert not leaked, f"{page}: {leaked}"
     alan = (graded / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
-    assert "Feedback for alan: ch1_parallel_time" in alan and "Score: <b>7 / 11</b>" in alan
+    assert "Feedback for alan: ch1_parallel_time" in alan and f"Score: <b>{num(raw('alan'))} / {num(TOTAL)}</b>" in alan
     assert "REASON-test_self_attention: a hidden test failed" in alan
     grace = (graded / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
-    assert "<b>5.8 / 11</b> &nbsp;(cells 8, late penalty &minus;2.2)" in grace and "Submitted 1 d 23 h late" in grace
+    assert (f"<b>{num(GRACE_FINAL)} / {num(TOTAL)}</b> &nbsp;(cells {num(raw('grace'))}, "
+            f"late penalty &minus;{num(GRACE_PENALTY)})") in grace and "Submitted 1 d 23 h late" in grace
     code, _, err = run(capsys, "feedback", "--student", "nobody", "--course", graded)
     assert code == 1
     one_line_error(err, "no graded notebook")
@@ -515,8 +539,10 @@ def test_report_summary_and_plots(capsys, graded) -> None:
     code, out, _ = run(capsys, "report", "--course", graded)
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("ch1"))
-    # final: ada 11, alan 7, edsger 0, grace 8 raw - 2.2 late = 5.8: mean 5.95, median 6.4, one full, one zero, one late
-    assert line.split() == ["ch1", "11", "4", "5.95", "6.4", "1", "1", "1"]
+    # final: ada all, alan all but test_self_attention, edsger 0, grace late: one full, one zero, one late
+    finals = [TOTAL, raw("alan"), 0.0, GRACE_FINAL]
+    assert line.split() == ["ch1", num(TOTAL), "4", num(statistics.fmean(finals)), num(statistics.median(finals)),
+                            "1", "1", "1"]
     cells = out[out.index("where points were lost"):]
     # test_self_attention: alan (a hidden check) and edsger (the visible test, before any hidden check ran)
     assert re.search(r"ch1\s+test_self_attention\s+4\s+4\s+2\s+1\s+1\s+0", cells)
@@ -559,7 +585,7 @@ def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -
     code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.startswith(("ada ", "edsger "))}
-    assert rows == {"ada": "11", "edsger": "0"}
+    assert rows == {"ada": num(TOTAL), "edsger": "0"}
     assert (course_dir / "autograded" / "ada" / "ch1" / f"{NB}.ipynb").exists()
     code, out, _ = run(capsys, "grade", "--quiet", "--course", course_dir)  # nothing left to grade
     assert code == 0
