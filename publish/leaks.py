@@ -68,7 +68,8 @@ _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|'([^'\n]{1,400})'|`([^`\n]{1,400})`"
 # A word of two or more letters that is not a function ends a formula-like run of prose.
 _WORD = re.compile(r"\\?[A-Za-z][A-Za-z0-9]*")
 _SPLIT = re.compile(r"\\\\|&|\\q?quad|[;,:<>≤≥≈≠\n]|\\[lg]eq?\b|\\neq?\b|\\approx\b|\\sim\b|\\text\{[^}]*\}")
-_EINSUM = re.compile(r"""["']([A-Za-z.…, ]+->[A-Za-z. ]*)["']""")
+# A quoted einsum spec, and the scale written after it inside the quotes ("hka,hkb->hab / sqrt(K)").
+_EINSUM = re.compile(r"""["']([A-Za-z.…, ]+->[A-Za-z. ]*)((?:\s*[*/]\s*[^"'\n]{1,40})?)["']""")
 
 
 # ---------------------------------------------------------------- what the student edition serves
@@ -253,7 +254,10 @@ def equation_candidates(text: str) -> set[str]:
                 if len(run) >= 2 and len("\n".join(run)) <= MAX_EQUATIONS:
                     found.add("\n".join(run))
                 run = []
-    found |= {" ".join(spec.split()) for spec in _EINSUM.findall(text)}
+    for spec, scale in _EINSUM.findall(text):
+        found.add(" ".join(spec.split()))
+        if scale:
+            found.add(" ".join((spec + scale).split()))
     found |= {t.strip() for t in re.findall(r"^\s*([A-Za-z, ]+->[A-Za-z ]*(?:\s*/\s*\S+)?)\s*$", text, re.M)}
     return found
 
@@ -340,7 +344,7 @@ def call_signatures(source: str) -> set[str]:
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
-        return {f"einsum({_canonical_spec(s)!r})" for s in _EINSUM.findall(source)}
+        return {f"einsum({_canonical_spec(spec)!r})" for spec, _ in _EINSUM.findall(source)}
     found = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or (name := _callee(node)) is None:
@@ -594,7 +598,7 @@ def audit(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], files: int
     shown: dict[str, set[str]] = {}  # chapter -> calls its documents show
     for doc in docs:
         calls = call_signatures(doc.text) if doc.kind == "code" else \
-            {f"einsum({_canonical_spec(s)!r})" for s in _EINSUM.findall(doc.text)}
+            {f"einsum({_canonical_spec(spec)!r})" for spec, _ in _EINSUM.findall(doc.text)}
         figures.searched_calls += len(calls)
         for call in calls & secret.keys():
             s = secret[call]

@@ -190,3 +190,18 @@ def test_index_equation_questions_are_judged_on_equations_sets_and_einsum_specs(
     assert len(hits) == 3 and figures.judged == len(equations) >= 3, (hits, sorted(equations))
     assert any(h.startswith("kit.py") and "'hka,hkb->hab'" in h for h in hits)
     assert sum(h.startswith("page") for h in hits) == 2, "the equation alone and the set of two"
+
+
+def test_an_einsum_answer_with_its_scale_is_judged_by_the_real_question() -> None:
+    """Chapter 3's W~Q as an einsum spec with its scale inside the quotes, judged by the grader's own check."""
+    from autograder.checks import CHECKS
+
+    doc = Doc("attnlab/helpers.py", 'EXAMPLE = "hka,hkb->hab / sqrt(K)"\n', "code")
+    equations = {candidate: [doc.where] for candidate in leaks.doc_equation_candidates(doc)}
+    assert "hka,hkb->hab / sqrt(K)" in equations, sorted(equations)
+    figures = Figures()
+    hits = leaks.judge_candidates({}, {"ch3.WQ_TILDE": CHECKS["ch3.WQ_TILDE"]}, figures, equations)
+    assert any("'hka,hkb->hab / sqrt(K)' is a correct answer to ch3.WQ_TILDE" in h for h in hits), hits
+    wrong = Doc("attnlab/helpers.py", 'EXAMPLE = "hka,hkb->hba / sqrt(K)"\n', "code")
+    equations = {candidate: [wrong.where] for candidate in leaks.doc_equation_candidates(wrong)}
+    assert not leaks.judge_candidates({}, {"ch3.WQ_TILDE": CHECKS["ch3.WQ_TILDE"]}, Figures(), equations)
