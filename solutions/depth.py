@@ -12,12 +12,12 @@ The constants, read off the cost rules and the reference code:
 Transformer layer (``solutions.ch1.self_attention``; M[T,J], W^Q, W^K[H,K,J], W^V[H,I,J])::
 
     depth_layer = (1 + S(J))      Query, Key, Value: one multiply, then the sum over j
-                              (the three projections run side by side)
-            + (1 + S(K))      scores: one multiply, then the sum over k
-            + 1               the scale 1/sqrt(K): one divide
-            + (1 + S(T) + 1)  softmax over t': exp, the sum Z over t', divide by Z
-            + (1 + S(T))      weighted sum of values: one multiply, the sum over t'
-            = 6 + S(J) + S(K) + 2 S(T)
+                                  (the three projections run side by side)
+                + (1 + S(K))      scores: one multiply, then the sum over k
+                + 1               the scale 1/sqrt(K): one divide
+                + (1 + S(T) + 1)  softmax over t': exp, the sum Z over t', divide by Z
+                + (1 + S(T))      weighted sum of values: one multiply, the sum over t'
+                = 6 + S(J) + S(K) + 2 S(T)
 
 The concatenation of the heads (permute + reshape) costs 0, and H does not appear:
 the heads run side by side. L layers (with J = H I, so every layer sees width J)::
@@ -29,7 +29,7 @@ Spatial transformer layer (``solutions.ch2.spatial_self_attention``; M[X,Y,J]): 
 same steps with the softmax and the weighted sum running over all X Y positions::
 
     depth_layer = (1 + S(J)) + (1 + S(K)) + 1 + (1 + S(XY) + 1) + (1 + S(XY))
-            = 6 + S(J) + S(K) + 2 S(XY)
+                = 6 + S(J) + S(K) + 2 S(XY)
 
 (under "log", S(XY) = ceil(log2 XY), which can be one less than ceil(log2 X) + ceil(log2 Y)).
 
