@@ -16,7 +16,7 @@ import torch
 from attnlab.grading import Outcome, run_trials
 from attnlab.wire import Received
 from autograder.checks import CHECKS, AnswerCheck, FunctionCheck
-from autograder.checks.base import ValueCheck
+from autograder.checks.base import BehaviourCheck, ValueCheck
 
 SEED_ENV = "ATTNLAB_SEED"  # fixes the local judge's seed (to reproduce a failure)
 
@@ -38,6 +38,12 @@ def make_trials(name: str, seed: int) -> list[tuple]:
     return check.trials(gen)
 
 
+def sent(name: str, trials: Sequence[tuple]) -> list[tuple]:
+    """What the student's function is called on: the trials without the parts only the judge sees."""
+    check = _lookup(name)
+    return [check.public(t) for t in trials] if isinstance(check, BehaviourCheck) else list(trials)
+
+
 def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
     """Decide check `name` from the student's outcomes on `trials`."""
     check = _lookup(name)
@@ -45,6 +51,8 @@ def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Ve
         return _judge_answer(check, outcomes)
     if len(outcomes) != len(trials):
         return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+    if isinstance(check, BehaviourCheck):
+        return _judge_behaviour(check, trials, outcomes)
     for i, (args, outcome) in enumerate(zip(trials, outcomes)):
         where = f"on trial {i + 1} of {len(trials)} ({describe(args)})"
         if outcome.error is not None:
@@ -61,16 +69,25 @@ def local_check(name: str, answer: object) -> None:
     seed; AssertionError with the reason if it fails. Used by nbval, stock nbgrader, an instructor's Jupyter."""
     seed = int(os.environ.get(SEED_ENV) or secrets.randbits(31))
     trials = make_trials(name, seed) if callable(answer) else []
-    verdict = judge(name, trials, run_trials(answer, trials))
+    verdict = judge(name, trials, run_trials(answer, sent(name, trials)))
     if not verdict.passed:
         raise AssertionError(f"{verdict.message} [check {name}, seed {seed}]")
 
 
-def _lookup(name: str) -> FunctionCheck | AnswerCheck | ValueCheck:
+def _lookup(name: str) -> FunctionCheck | AnswerCheck | ValueCheck | BehaviourCheck:
     try:
         return CHECKS[name]
     except KeyError:
         raise KeyError(f"no hidden check named {name!r}") from None
+
+
+def _judge_behaviour(check: BehaviourCheck, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
+    for i, (args, outcome) in enumerate(zip(trials, outcomes)):
+        if outcome.error is not None:
+            where = f"on trial {i + 1} of {len(trials)} ({describe(check.public(args))})"
+            return Verdict(False, f"your function raised {outcome.error} {where}")
+    problem = check.verify(trials, [o.value for o in outcomes])
+    return Verdict(problem is None, problem or f"all {len(trials)} trials behave as asked")
 
 
 def _judge_answer(check: AnswerCheck, outcomes: Sequence[Outcome]) -> Verdict:
