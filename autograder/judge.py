@@ -95,7 +95,7 @@ def _judge_answer(check: AnswerCheck, outcomes: Sequence[Outcome]) -> Verdict:
 
     if len(outcomes) != 1 or outcomes[0].error is not None:
         return Verdict(False, "no answer was given")
-    result = check_answer(outcomes[0].value, check.reference, check.variables)
+    result = check_answer(outcomes[0].value, check.reference, check.variables, relations=check.relations)
     return Verdict(result.ok, result.message)
 
 

@@ -14,7 +14,8 @@ from solutions.answers import ANSWERS
 
 def _collect() -> dict[str, Check]:
     registry: dict[str, Check] = {
-        name: AnswerCheck(reference=ref, variables=variables) for name, (ref, variables) in ANSWERS.items()
+        name: AnswerCheck(reference=ref.answer, variables=ref.variables, relations=ref.relations)
+        for name, ref in ANSWERS.items()
     }
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("ch"):

@@ -47,10 +47,12 @@ class FunctionCheck:
 
 @dataclass(frozen=True)
 class AnswerCheck:
-    """A symbolic answer: a Θ-order (or an equation) in named variables."""
+    """A symbolic answer: a Θ-order (or an equation) in named variables, under the question's
+    relations between the sizes (such as "K <= J")."""
 
     reference: str
     variables: tuple[str, ...]
+    relations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
