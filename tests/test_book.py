@@ -372,3 +372,15 @@ def test_edition_works_offline(edition: str, editions) -> None:
         assert scripts, f"{page.name} has math but no MathJax"
         for script in scripts:
             assert (page.parent / script.split("?")[0]).resolve().is_file(), f"{page.name}: {script} not in the build"
+
+
+def test_the_instructors_table_names_every_graded_check() -> None:
+    """Every hidden check of every chapter appears in the instructors' table (seed part -> problem -> grading)."""
+    text = (layout.ROOT / "front" / "instructors.md").read_text()
+    table = "\n".join(line for line in text.splitlines() if re.match(r"\| 00\d \|", line))
+    assert "placeholder" not in table
+    for chapter in select():
+        for c in chapter.read().cells:
+            for name in cells.hidden_check_names(c.source) if c.cell_type == "code" else []:
+                short = name.split(".", 1)[1]
+                assert f"`{name}`" in table or f"`{short}`" in table, f"{name} is not in the instructors' table"
