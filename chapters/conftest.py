@@ -22,3 +22,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
     notebook = chapters.materialise(NOTEBOOKS, [chapters.Chapter(file_path).assignment])[0]
     return IPyNbFile.from_parent(parent, path=notebook)
+
+
+OUTPUT_TIMEOUT_S = 120  # nbval waits 5 s for a cell's outputs after its reply: too short on a loaded machine
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """nbval's cells wait for their outputs as long as a loaded CI machine may need."""
+    for item in items:
+        if hasattr(item, "output_timeout"):
+            item.output_timeout = max(item.output_timeout, OUTPUT_TIMEOUT_S)
