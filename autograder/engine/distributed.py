@@ -30,7 +30,7 @@ def run_job(init: dict, threads: int, header: dict, blobs: list[bytes]) -> tuple
         pool = _LOCAL.get("pool")
         if pool is None:
             init = dict(init, uid_base=sandbox.fresh_uid_block(1) if os.geteuid() == 0 else os.getuid())
-            pool = Pool(1, init, threads)
+            pool = Pool(1, init)
             pool.ready()
             _LOCAL["pool"] = pool
         worker = pool.workers[0]

@@ -68,7 +68,9 @@ def _strip_solution_metadata(nb, ctx):
 
 
 def _other_chapter(nb, ctx):
-    return nbformat.read(ctx["repo"] / "chapters" / "ch0_attention.ipynb", as_version=4)
+    from coursenb.chapters import select
+
+    return select(["ch0"])[0].read()
 
 
 _SECRETS = '''
