@@ -61,7 +61,9 @@ class DaskPool:
 
         self.own = not isinstance(scheduler, Client)
         self.client = Client(scheduler) if self.own else scheduler
-        self.init, self.threads = init, threads
+        # the run's cgroup lives on this machine; Dask workers may run elsewhere
+        self.init = dict(init, cgroup=None, cgroup_why="none (a Dask worker's notebooks)")
+        self.threads = threads
         self.workers = [Slot(k) for k in range(max(1, n))]
 
     def ready(self) -> None:

@@ -61,15 +61,19 @@ def outputs_from(blob: bytes, max_bytes: int, max_items: int, count: int | None 
         return [error_output("OutputError", "the cell's outputs could not be read")]
     out: list[NotebookNode] = []
     left = max_bytes
-    for o in raw if isinstance(raw, list) else []:
+    items = raw if isinstance(raw, list) else []
+    for at, o in enumerate(items):
         node = _output(o, count)
         if node is None:
             continue
         size = _size(node) + PIECE_BYTES
         if len(out) >= max_items or size > left:
-            if node.output_type == "error" and not any(x.output_type == "error" for x in out):
-                node.traceback = []  # an error decides the grade: always kept, shortened
-                out.append(node)
+            error = node if node.output_type == "error" else next(
+                (e for e in (_output(x, count) for x in items[at + 1:] if isinstance(x, dict)
+                             and x.get("output_type") == "error") if e is not None), None)
+            if error is not None and not any(x.output_type == "error" for x in out):
+                error.traceback = []  # an error decides the grade: always kept, shortened
+                out.append(error)
             out.append(from_dict({"output_type": "stream", "name": "stdout",
                                   "text": "\n... output truncated by the grader: the cell's output reached its limit ...\n"}))
             break

@@ -230,6 +230,7 @@ def _has_capabilities() -> bool:
 def settle(plan: dict) -> None:
     """In the runner, before any notebook code: own session, rlimits, no_new_privs, clean environment."""
     os.setsid()  # its own session (and scheduler autogroup)
+    prctl(PR_SET_DUMPABLE, 1)  # its /proc/self is its own again (init, which it inherited this from, stays closed)
     rlimits(plan)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     os.environ.clear()

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -277,13 +278,26 @@ def main(sock: int, plan: dict, shell: GraderShell) -> None:
         _in_cell = False
         if getpid() != me:
             exit_now(0)  # a process the cell forked must not speak for the notebook
-        if own_namespace:  # no process outlives its cell: kill(-1) reaches all of the namespace but init and us
-            try:
-                kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
+        if own_namespace:
+            _no_strays(kill, me)
         _send(sock, {"k": "done", "cell": msg.header.get("cell"), "error": failed},
               [json.dumps(sink.outputs).encode()])
+
+
+def _no_strays(kill, me: int, patience: float = 10.0) -> None:
+    """No process outlives its cell: kill every other process of the namespace (kill(-1) spares only init
+    and us), reap our own, and wait until they are gone (a loaded machine takes a while to schedule the dead)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        child.reap()
+        left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.005)
 
 
 def _next(reader: frames.FrameReader) -> frames.Message:
