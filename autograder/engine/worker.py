@@ -91,15 +91,13 @@ class Zygote:
             return 1
 
     def close(self) -> None:
+        """Stop the zygote (it holds nothing): bubblewrap's death takes it and every child along."""
         try:
             self.sock.close()
         except OSError:
             pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.proc.kill()
+        self.proc.wait()
 
 
 def _memfd(name: str, data: bytes) -> int:
