@@ -123,8 +123,8 @@ class Child:
         self.pidfds[name] = os.pidfd_open(msg.pid)
         return msg.pid
 
-    def send(self, header: dict, blobs: list[bytes] = ()) -> None:
-        protocol.send(self.sock.fileno(), header, blobs)
+    def send(self, header: dict, blobs: list[bytes] = (), timeout: float | None = None) -> None:
+        protocol.send(self.sock.fileno(), header, blobs, timeout=timeout)
 
     def signal(self, sig: int) -> None:
         """Signal the runner (the soft time limit)."""
@@ -289,7 +289,10 @@ class Driver:
             files.append([rel, len(blobs)])
             blobs.append(self.blobs[i])
         try:
-            child.send({"k": "job", "trials": trials, "files": files, "mime": job.get("mime", [])}, blobs)
+            child.send({"k": "job", "trials": trials, "files": files, "mime": job.get("mime", [])}, blobs,
+                       timeout=STARTUP_SECONDS)
+        except TimeoutError:
+            raise Dead("the notebook's process stopped reading from the grader") from None
         except OSError as exc:
             raise Dead(f"the notebook's process closed its channel to the grader ({exc.strerror})") from None
 
@@ -301,11 +304,15 @@ class Driver:
             raise Dead(f"the notebook's process sent malformed data to the grader ({exc})") from None
 
     def _run_cell(self, child: Child, k: int, count: int, replayed: bool) -> None:
+        lim = self.limits
         try:
-            child.send({"k": "run", "cell": k}, [self.sources[k]])
+            child.send({"k": "run", "cell": k}, [self.sources[k]],
+                       timeout=(lim.cell_seconds + lim.grace_seconds) * lim.wall_factor)
+        except TimeoutError:
+            raise Dead("the notebook's process stopped reading from the grader (is a previous cell still running?)") \
+                from None
         except OSError as exc:
             raise Dead(f"the notebook's process closed its channel to the grader ({exc.strerror})") from None
-        lim = self.limits
         clock = Clock(child.pids.get("runner"))
         soft_sent = False
         reports: list[tuple[str, list[bytes]]] = []

@@ -87,14 +87,19 @@ def unpack(body: bytes) -> Message:
         raise ProtocolError(f"malformed frame: {str(exc)[:200]}") from None
 
 
-def send(fd: int, header: dict, blobs: list[bytes] | tuple[bytes, ...] = ()) -> None:
-    """Write one frame (blocking or not: waits until the peer has taken all of it)."""
+def send(fd: int, header: dict, blobs: list[bytes] | tuple[bytes, ...] = (), timeout: float | None = None) -> None:
+    """Write one frame (blocking or not: waits until the peer has taken all of it, at most `timeout` seconds,
+    then TimeoutError)."""
     view = memoryview(pack(header, blobs))
+    deadline = None if timeout is None else time.monotonic() + timeout
     while view:
         try:
             view = view[os.write(fd, view):]
         except (InterruptedError, BlockingIOError):
-            select.select([], [fd], [])
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise TimeoutError("the peer stopped reading") from None
+            select.select([], [fd], [], wait)
 
 
 class FrameReader:
