@@ -73,7 +73,7 @@ class JudgeClient:
         if self.proc is not None:
             return
         ours, theirs = socket.socketpair()
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ATTNLAB_SEED")}
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONPATH")}
         env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
         self.proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.judging", str(theirs.fileno())],
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, close_fds=True)

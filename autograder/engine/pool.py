@@ -46,9 +46,13 @@ class Worker:
 
 
 def worker_env() -> dict[str, str]:
-    """A worker's whole environment: none of the grader's variables (database URLs, tokens) reach it."""
-    return {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "LANG": "C.UTF-8",
-            "PYTHONHASHSEED": "0", "TMPDIR": tempfile.gettempdir()}
+    """A worker's whole environment: none of the grader's variables (database URLs, tokens) reach it;
+    PYTHONPATH does, when the grader found its own packages through it."""
+    env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "LANG": "C.UTF-8",
+           "PYTHONHASHSEED": "0", "TMPDIR": tempfile.gettempdir()}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 class Pool:

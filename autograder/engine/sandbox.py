@@ -217,10 +217,15 @@ class Plan:
         """The zygote's whole environment: nothing of the grader's."""
         home = ZYGOTE_HOME if self.mode != "none" else os.environ.get("TMPDIR", "/tmp")
         threads = str(max(1, self.threads))
-        return {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "HOME": home,
-                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-                "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": f"{home}/matplotlib",
-                "IPYTHONDIR": f"{home}/ipython", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+        env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "HOME": home,
+               "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+               "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": f"{home}/matplotlib",
+               "IPYTHONDIR": f"{home}/ipython", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+        kit = {_real(os.path.dirname(root)) for root in _editable_roots()}  # the kit found through PYTHONPATH
+        on_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and _real(p) in kit]
+        if on_path:
+            env["PYTHONPATH"] = os.pathsep.join(on_path)
+        return env
 
     def accounts(self) -> tuple[bytes, bytes]:
         """/etc/passwd and /etc/group inside: the sandbox's user only."""
