@@ -17,6 +17,7 @@ import select
 import signal
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -181,11 +182,49 @@ class Child:
         os.close(self.status_fd)
 
 
+class Spare:
+    """A child made for the next notebook while the current one runs (it holds nothing of any job, and waits
+    for one): its fork and namespaces are off the next notebook's critical path."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.child: Child | None = None
+        self.go: dict | None = None
+
+    def make(self, zygote, plan: Plan, go: dict, name: str, limits: Limits, max_frame: int) -> None:
+        self.take(None)
+
+        def build() -> None:
+            try:
+                self.child = Child.start(zygote, plan, go, name, limits, max_frame)
+            except InfraError:
+                self.child = None
+
+        self.go, self.child = go, None
+        self.thread = threading.Thread(target=build, name="spare", daemon=True)
+        self.thread.start()
+
+    def take(self, go: dict | None) -> Child | None:
+        """The spare if it was made for `go`, else None (and it goes)."""
+        if self.thread is None:
+            return None
+        self.thread.join()
+        self.thread, child, self.child = None, self.child, None
+        if child is not None and go is not None and go == self.go:
+            return child
+        if child is not None:
+            child.kill()
+            child.close()
+        return None
+
+
 class Driver:
     """Runs one job's cells through as many children as it takes; `run()` returns the result frame."""
 
-    def __init__(self, job: dict, blobs: list[bytes], zygote, plan: Plan, limits: Limits, name: str) -> None:
+    def __init__(self, job: dict, blobs: list[bytes], zygote, plan: Plan, limits: Limits, name: str,
+                 spare: Spare | None = None) -> None:
         self.job, self.blobs, self.zygote, self.plan, self.limits, self.name = job, blobs, zygote, plan, limits, name
+        self.spare = spare
         self.sources = [blobs[i] for i in job["cells"]]
         n = len(self.sources)
         self.records: list[dict | None] = [None] * n
@@ -243,21 +282,28 @@ class Driver:
         self.next_live = len(self.records)
 
     def go(self) -> dict:
-        nproc_base = self.zygote.tasks() + 2 if self.plan.mode == "userns" else 1
+        # tasks of the sandbox's user besides the notebook's own: the zygote (user namespace), the init of this
+        # notebook and the spare's init and runner
+        nproc_base = self.zygote.tasks() + 4 if self.plan.mode == "userns" else 3
         threads = max(1, int(self.job.get("threads", 1)))
-        return self.plan.go(self.limits, nproc_base=nproc_base, threads=threads, max_job_frame=self.max_frame
-                            + sum(map(len, self.blobs)))
+        return self.plan.go(self.limits, nproc_base=nproc_base, threads=threads,
+                            max_job_frame=self.max_frame + self.limits.files_bytes + (16 << 20))
 
     def _child(self, cells: list[int]) -> bool:
         """Run `cells` in a fresh child; True if they all ran (the child is kept for `cleanup`)."""
         self.children += 1
+        go = self.go()
+        child = self.spare.take(go) if self.spare is not None and self.children == 1 else None
         try:
-            child = Child.start(self.zygote, self.plan, self.go(), f"{self.name}-c{self.children}", self.limits,
-                                self.max_frame)
+            if child is None:
+                child = Child.start(self.zygote, self.plan, go, f"{self.name}-c{self.children}", self.limits,
+                                    self.max_frame)
+                self.ready_s += child.ready_s
         except InfraError as exc:
             self.infra = str(exc)
             return False
-        self.ready_s += child.ready_s
+        if self.spare is not None and self.children == 1:  # the next notebook's child, made while this one runs
+            self.spare.make(self.zygote, self.plan, go, f"{self.name}-next", self.limits, self.max_frame)
         self.sandbox = {**self.plan.report(), **child.report}
         oom_before = oom_kills()
         replay = set(range(self.next_live))

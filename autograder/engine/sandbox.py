@@ -239,7 +239,7 @@ class Plan:
         shm = max(1, min(64, disk))
         return {
             "k": "go", "mode": self.mode, "uid": self.uid, "network": self.network,
-            "workdir": WORKDIR if self.mode != "none" else os.path.join("/tmp", f"ag-sandbox-{os.urandom(8).hex()}"),
+            "workdir": WORKDIR if self.mode != "none" else None,  # none: a fresh temporary folder
             "threads": threads, "blocked": list(BLOCKED), "max_job_frame": max_job_frame,
             "max_outcomes": int(limits.max_outcomes),
             "scratch": {"size_mb": disk, "shm_mb": shm, "inodes": int(limits.max_files),

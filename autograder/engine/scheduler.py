@@ -56,9 +56,10 @@ class Engine:
         self.graded = self.failed = 0
         self.queue = collections.deque(todo)
         self.bar = _progress(len(todo), progress)
-        self.judge.start()  # imports the checks while the gradebook is read
-        pool = None
+        self.judge.start()  # the judge imports the checks, and the workers start their sandboxes,
+        pool, ready = None, False  # while the gradebook is read
         try:
+            pool = self._spawn_pool(min(self.workers, len(todo)))
             with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
                 for a in sorted({s.assignment for s in todo}):
                     _require_assignment(gb, a)
@@ -74,11 +75,12 @@ class Engine:
                 while self.queue or (pool is not None and pool.busy()):
                     job = self._next(gb) if self.queue and (pool is None or pool.idle()) else None
                     if job is not None:
-                        if pool is None:
-                            pool = self._start_pool(min(self.workers, len(self.queue) + 1))
+                        if not ready:
+                            self._ready(pool)
+                            ready = True
                         self._dispatch(pool, pool.idle()[0], job)
                         continue
-                    for w, msg in pool.wait(1.0) if pool is not None else []:
+                    for w, msg in pool.wait(1.0) if ready else []:
                         self._collect(gb, pool, w, msg)
         finally:
             if pool is not None:
@@ -95,25 +97,27 @@ class Engine:
                 "uid_base": sandbox.fresh_uid_block(self.workers) if root else os.getuid(),
                 "cgroup": self.cgroup.path, "cgroup_why": self.cgroup.why}
 
-    def _start_pool(self, n: int):
-        t = time.perf_counter()
+    def _spawn_pool(self, n: int):
+        """Start the workers (they warm up in parallel; `_ready` waits for them)."""
+        self.pool_started = time.perf_counter()
         self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
             cgroups.Parent(None, "no cgroup (no sandbox)")
         try:
             if self.scheduler is None:
-                pool = Pool(n, self.init_message())
-            else:
-                from autograder.engine.distributed import DaskPool
+                return Pool(max(1, n), self.init_message())
+            from autograder.engine.distributed import DaskPool
 
-                pool = DaskPool(self.scheduler, n, self.init_message(), self.threads)
+            return DaskPool(self.scheduler, max(1, n), self.init_message(), self.threads)
+        except WorkerError as exc:
+            raise EngineError(f"the grading workers cannot start: {exc}") from None
+
+    def _ready(self, pool) -> None:
+        try:
             pool.ready()
         except WorkerError as exc:
-            if "pool" in locals():
-                pool.close()
             raise EngineError(f"the grading workers cannot start: {exc}") from None
-        self.worker_start_s, self.pool_size = time.perf_counter() - t, len(pool.workers)
+        self.worker_start_s, self.pool_size = time.perf_counter() - self.pool_started, len(pool.workers)
         self.sandbox = dict(getattr(pool.workers[0], "isolation", {}) or {})
-        return pool
 
     def _next(self, gb) -> Job | None:
         """The next submission that needs running; bad files are recorded on the way (zero, with why)."""

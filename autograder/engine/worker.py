@@ -15,10 +15,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from autograder.engine import protocol, seccomp
-from autograder.engine.driver import Driver
+from autograder.engine.driver import Driver, Spare
 from autograder.engine.limits import Limits
 from autograder.engine.sandbox import Plan, SandboxError, layout
 
@@ -53,6 +54,7 @@ class Zygote:
         self.reader = protocol.FrameReader(ours.fileno(), 1 << 20, credentials=True)
         self.pid: int | None = None
         self.hello: dict = {}
+        self.lock = threading.Lock()  # a spare child is forked from another thread
 
     def wait_hello(self) -> dict:
         """The zygote's hello (its imports, its environment's names); SandboxError if it did not start."""
@@ -76,7 +78,8 @@ class Zygote:
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         status_r, status_w = os.pipe()
         try:
-            protocol.send_fds(self.sock, {"k": "fork"}, [theirs.fileno(), status_w])
+            with self.lock:
+                protocol.send_fds(self.sock, {"k": "fork"}, [theirs.fileno(), status_w])
         finally:
             theirs.close()
             os.close(status_w)
@@ -162,7 +165,7 @@ def main(fd: int) -> None:
         if zygote is not None:
             zygote.close()
         return
-    jobs = 0
+    jobs, spare = 0, Spare()
     try:
         while True:
             msg = protocol.recv_blocking(reader)
@@ -170,11 +173,12 @@ def main(fd: int) -> None:
                 return
             jobs += 1
             driver = Driver(msg.header, msg.blobs, zygote, plan, Limits.from_dict(msg.header["limits"]),
-                            f"s{slot}-j{jobs}")
+                            f"s{slot}-j{jobs}", spare)
             header, blobs = driver.run()
             protocol.send(fd, header, blobs)
             driver.cleanup()  # off the grader's critical path
     finally:
+        spare.take(None)
         zygote.close()
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -246,8 +247,10 @@ def main(sock: int, plan: dict, shell: GraderShell) -> None:
     _close_fds(sock)
     child.settle(plan)
     os.set_blocking(sock, False)  # frames.FrameReader reads until it would block
-    workdir = plan["workdir"]
+    workdir = plan["workdir"] or tempfile.mkdtemp(prefix="ag-sandbox-")
     os.makedirs(workdir, mode=0o700, exist_ok=True)
+    if not plan["workdir"]:  # no sandbox: a fresh folder is home
+        os.environ.update(HOME=workdir, MPLCONFIGDIR=os.path.join(workdir, ".config"))
     os.chdir(workdir)
     torch = sys.modules.get("torch")
     if torch is not None:
