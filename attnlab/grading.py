@@ -22,10 +22,12 @@ notebook:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import os
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +35,9 @@ import torch
 
 GRADING_ENV = "ATTNLAB_GRADING"  # set by the grader in the notebook's process
 LOCAL_JUDGE_GROUP = "attnlab.local_judge"  # entry points: (name, answer) -> None, raising AssertionError
+RECORD = "attnlab.record"  # a trial ending in {RECORD: [names]}: record the answer's calls to those globals
+MAX_RECORDED_CALLS = 256   # per function and trial
+MAX_RECORDED_ELEMENTS = 4_000_000  # tensor elements recorded per trial
 
 
 @dataclass(frozen=True)
@@ -69,17 +74,104 @@ def is_grading() -> bool:
 
 
 def run_trials(answer: object, trials: Sequence[tuple]) -> list[Outcome]:
-    """Call `answer` on every trial (or take it as the value); never raises."""
+    """Call `answer` on every trial (or take it as the value); never raises.
+
+    A trial that ends with a recording request `{RECORD: ["self_attention"]}` is called without it,
+    while each named global of the answer's module (the notebook's namespace) is replaced by a
+    wrapper that records its calls; its outcome is then `{"output": value, "calls": {name: [[args,
+    result], ...]}}`, plain data the grader checks the answer's composition with.
+    """
     if not callable(answer):
         return [Outcome(value=answer)]
     outcomes = []
-    for args in trials:
+    for trial in trials:
+        args, names = split_record_request(tuple(trial))
         try:
             with torch.no_grad():
-                outcomes.append(Outcome(value=answer(*args)))
+                if names is None:
+                    outcomes.append(Outcome(value=answer(*args)))
+                    continue
+                with recording(answer, names) as calls:
+                    value = answer(*args)
+                outcomes.append(Outcome(value={"output": value, "calls": calls}))
         except Exception as exc:  # noqa: BLE001 - the student's error is the result
             outcomes.append(Outcome(error=_one_line(exc)))
     return outcomes
+
+
+def split_record_request(trial: tuple) -> tuple[tuple, list[str] | None]:
+    """(arguments, names to record) of a trial: a trailing `{RECORD: [names]}` is a request, not an argument."""
+    if trial and type(trial[-1]) is dict and set(trial[-1]) == {RECORD}:
+        names = trial[-1][RECORD]
+        if type(names) in (list, tuple) and all(type(n) is str for n in names):
+            return trial[:-1], list(names)
+    return trial, None
+
+
+@contextlib.contextmanager
+def recording(answer: object, names: Sequence[str]) -> Iterator[dict[str, list]]:
+    """While inside, calls from `answer`'s module to the functions `names` are logged (as plain data) in the
+    dict yielded: {name: [[args, result], ...]}. Only functions found as globals of `answer` are wrapped."""
+    namespace = getattr(answer, "__globals__", None)
+    calls: dict[str, list] = {}
+    if not isinstance(namespace, dict):
+        yield calls
+        return
+    saved = {n: namespace[n] for n in names if callable(namespace.get(n))}
+    budget = [MAX_RECORDED_ELEMENTS]
+    try:
+        for name, fn in saved.items():
+            calls[name] = []
+            namespace[name] = _recorder(fn, calls[name], budget)
+        yield calls
+    finally:
+        namespace.update(saved)
+
+
+def _recorder(fn: Callable, log: list, budget: list[int]) -> Callable:
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    @functools.wraps(fn)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        if len(log) < MAX_RECORDED_CALLS:
+            try:
+                if kwargs:
+                    if signature is None:
+                        raise _Unrecordable
+                    bound = signature.bind(*args, **kwargs)
+                    if bound.kwargs:
+                        raise _Unrecordable
+                    args = bound.args
+                log.append([_plain(tuple(args), budget), _plain(result, budget)])
+            except _Unrecordable:
+                log.append(None)  # a call the grader cannot use
+        return result
+
+    return recorded
+
+
+class _Unrecordable(Exception):
+    """An argument or result that is not plain data, or the recording budget is spent."""
+
+
+def _plain(x: Any, budget: list[int], depth: int = 0) -> Any:
+    """A detached copy of nested tensors, numbers and strings (lists and tuples kept apart)."""
+    if depth > 16:
+        raise _Unrecordable
+    if type(x) is torch.Tensor or isinstance(x, torch.nn.Parameter):
+        budget[0] -= x.numel()
+        if budget[0] < 0:
+            raise _Unrecordable
+        return x.detach().clone()
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if type(x) in (list, tuple):
+        return type(x)(_plain(v, budget, depth + 1) for v in x)
+    raise _Unrecordable
 
 
 def hidden_check(name: str, answer: object) -> None:

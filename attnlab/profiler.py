@@ -5,18 +5,27 @@ length of its longest chain of dependent scalar operations (the **depth** D, the
 running time on unboundedly many processors) and the total number of scalar
 operations (the **work** W), under a stated cost model for sums::
 
+    >>> import torch
     >>> from attnlab.profiler import parallel_time
     >>> parallel_time(lambda x: x.sum(), (1024,), model="serial")
     ParallelTime(depth=1024, work=1024, model='serial')
     >>> parallel_time(lambda x: x.sum(), (1024,), model="log").depth
     10
+    >>> parallel_time(lambda x, W: x @ W, (8,), (8, 5), model="serial")  # vector times matrix
+    ParallelTime(depth=9, work=80, model='serial')
+    >>> mlp = lambda x, W1, W2: torch.relu(x @ W1) @ W2
+    >>> parallel_time(mlp, (16,), (16, 64), (64, 10), model="log").depth  # (1 + 4) + 1 + (1 + 6)
+    13
 
 Example arguments may be tensors (converted to meta tensors of the same shape and
 dtype), ``torch.Size`` or tuples of ints ("a float32 tensor of this shape"), or lists,
 tuples and dicts nesting these; ints, floats, strings and lists of ints pass through.
-Keyword arguments of ``fn`` are converted the same way (``model`` is the profiler's
-own). A tuple of ints *is* a shape: pass a tuple meant literally through a lambda. Inside the run, factory calls such as
-``torch.zeros(T, J)`` are moved to the meta device too, so nothing is ever allocated.
+Keyword arguments of ``fn`` are converted the same way (``model`` and ``rules`` are
+the profiler's own). A tuple of ints *is* a shape: pass a tuple meant literally
+through a lambda. Inside the run, factory calls such as ``torch.zeros(N, M)`` are
+moved to the meta device too, so nothing is ever allocated. Modules work too (an op
+copies the parameters it meets to meta); build a large one with ``device="meta"``
+(``torch.nn.Linear(16, 64, device="meta")``) so that its parameters are never allocated.
 
 How depth is measured
 ---------------------
@@ -25,10 +34,11 @@ parameters and for anything created inside the run (zeros, ones, arange, ...). E
 operation gives its outputs ``depth = max(depth of its tensor inputs) + cost(op)``.
 Views (``x[1:3]``, ``x.T``, ``view``, ``permute``, ``unsqueeze``, ``expand``, ...)
 share the depth of their base, and an in-place operation (``add_``, ``copy_``,
-``x[t] = h``) raises the depth of the tensor it writes (and of every view of it).
-A Python loop over time (an RNN) therefore accumulates depth step after step, while a
-hand-written pairwise tree sum has logarithmic depth even under the serial model.
-The depth of the result is the largest depth among the tensors ``fn`` returns.
+``x[i] = v``) raises the depth of the tensor it writes (and of every view of it).
+A Python loop whose every step reads the previous step's result therefore
+accumulates depth step after step, while a hand-written pairwise tree sum has
+logarithmic depth even under the serial model. The depth of the result is the
+largest depth among the tensors ``fn`` returns.
 
 Depth is kept per tensor, not per element: a tensor's depth is the depth of its
 deepest element. Stacking results into one tensor and slicing them out again gives
@@ -46,30 +56,41 @@ multiply that ``torch.einsum`` turns it into costs.
 
 The cost rules (depth, and work = number of scalar operations)
 --------------------------------------------------------------
+Every rule is registered with :func:`register_cost` in ``COST_RULES``; an op with
+none raises :class:`UnknownOpError`.
+
 - **Elementwise** ops (every op torch tags ``torch.Tag.pointwise``: ``add``, ``mul``,
-  ``div``, ``exp``, ``log``, ``tanh``, ``sigmoid``, ``relu``, ``where``, ``masked_fill``,
-  comparisons, ...; their in-place forms ``add_``, ``masked_fill_``, ...; plus ``tril``,
-  ``triu``, ``native_dropout``, ``bernoulli``): depth 1, work = output numel. A fused
-  elementwise op (``addcmul``, ``sigmoid``) is one step.
+  ``div``, ``exp``, ``log``, ``tanh``, ``sigmoid``, ``relu``, ``gelu``, ``silu``,
+  ``where``, ``masked_fill``, comparisons, ...; their in-place forms ``add_``,
+  ``relu_``, ``masked_fill_``, ...; plus ``tril``, ``triu``, ``native_dropout``,
+  ``bernoulli``): depth 1, work = output numel. An activation torch runs as one
+  kernel (``gelu``, ``silu``, ``sigmoid``, a fused ``addcmul``) is one step, though
+  written out by hand it would take several.
 - **Free** ops, depth 0, work 0: views (``view``, ``reshape``, ``permute``, ``t``,
   ``transpose``, ``expand``, ``unsqueeze``, ``squeeze``, ``select``, ``slice``,
-  ``unfold``, ``split``, ``unbind``, ``detach``, ...), copies (``clone``,
-  ``contiguous``, ``_to_copy``/``.to``, ``copy_``, ``_unsafe_view``), concatenation
-  (``cat``, ``stack``), padding, ``flip``, ``roll``, ``repeat``, indexing and
-  gathering (``x[idx]``, ``x[idx] = v``, ``index_select``, ``gather``, ``embedding``,
-  ``scatter`` without ``reduce``), and filling (``fill_``, ``zero_``). ``clone`` is
-  tagged pointwise by torch but is a copy: the explicit table wins over the tag.
+  ``unfold``, ``split``, ``unbind``, ``detach``, ...), in-place views (``squeeze_``,
+  ``unsqueeze_``, ``t_``, ``transpose_``/``swapdims_``, ``as_strided_``, ``detach_``:
+  they relabel a tensor's shape), copies (``clone``, ``contiguous``,
+  ``_to_copy``/``.to``, ``copy_``, ``_unsafe_view``), concatenation (``cat``,
+  ``stack``), padding, ``flip``, ``roll``, ``repeat``, indexing and gathering
+  (``x[idx]``, ``x[idx] = v``, ``index_select``, ``gather``, ``embedding``,
+  ``scatter`` without ``reduce``), and filling (``fill_``, ``zero_``, and the random
+  fills ``uniform_``, ``bernoulli_``, ...). ``clone`` is tagged pointwise by torch but
+  is a copy: the registry wins over the tag.
 - **Creation** (``zeros``, ``ones``, ``empty``, ``full``, ``arange``, ``randn``, ...,
   ``zeros_like``, ``new_zeros``, ...): depth 0 whatever the input, work 0.
 - **Contractions**: ``mm``, ``bmm``, ``matmul`` (which reaches the profiler as ``mm``,
-  ``bmm``, ``mv`` or ``dot``), ``einsum`` (which torch decomposes into views and
-  ``bmm``), ``F.linear``, ``dot``, ``mv``, ``convolution``: one layer of multiplies,
-  then the sum over the reduced size R: depth ``1 + S(R)``, work ``2 * numel(out) * R``
-  (one multiply and one add per term). R is the inner dimension (``k`` of
+  ``bmm``, ``mv`` or ``dot``, with views around them: a vector times a matrix is
+  ``unsqueeze``, ``mm``, ``squeeze_``), ``einsum`` (views and ``bmm``),
+  ``F.linear``, ``dot``, ``mv``, ``convolution``: one layer of multiplies, then the
+  sum over the reduced size R: depth ``1 + S(R)``, work ``2 * numel(out) * R`` (one
+  multiply and one add per term). R is the inner dimension (``k`` of
   ``[n,k] @ [k,m]``); for ``convolution`` it is ``C_in / groups * prod(kernel)``.
-  The fused-bias forms ``addmm`` (``F.linear``), ``baddbmm``, ``addmv``, ``addbmm``
-  and a ``convolution`` with a bias add one elementwise add: depth ``2 + S(R)``,
-  work ``+ numel(out)``, so ``F.linear(x, W, b)`` costs the same as ``x @ W.T + b``.
+  The fused forms ``addmm`` (``F.linear`` with a bias), ``baddbmm``, ``addmv``,
+  ``addbmm`` (``beta * c + alpha * (a @ b)``, the scaled add one fused step) and a
+  ``convolution`` with a bias add one elementwise step: depth ``2 + S(R)``, work
+  ``+ numel(out)``, so ``F.linear(x, W, b)`` costs the same as ``x @ W.T + b``.
+  ``torch.outer`` is a broadcast multiply: depth 1.
 - **Reductions** over N = the number of terms reduced into each output: ``sum``,
   ``amax``, ``amin``, ``max``/``min`` (with or without ``dim``), ``prod``, ``argmax``,
   ``argmin``, ``any``, ``all``: depth ``S(N)``; ``mean``: ``S(N) + 1`` (the divide);
@@ -83,18 +104,38 @@ The cost rules (depth, and work = number of scalar operations)
   ``3 * numel``; torch's internal max pass (for numerical safety) is not counted.
   ``log_softmax`` (``_log_softmax``): exp, sum, log, subtract = ``S(N) + 3``, work
   ``3 * numel`` plus one log per row.
-- Anything else (``sort``, ``linalg.svd``, ``scatter_add``, ``layer_norm``, ...) raises :class:`UnknownOpError` naming the op: the profiler never guesses.
-  ``DepthMode(rules=...)`` adds rules. Reading a value (``.item()``, ``if x > 0:``)
-  raises :class:`DataDependentError`: a meta tensor has a shape but no values.
+- **Layer norm** over the last N = prod(normalized_shape) entries
+  (``F.layer_norm``, ``nn.LayerNorm``: ``native_layer_norm``), written like softmax:
+  mean (``S(N) + 1``) + variance (subtract, square, sum, divide: ``S(N) + 3``) +
+  normalise (add eps, ``rsqrt``, multiply: 3) = ``2 S(N) + 7``, the same as ``var``
+  followed by three elementwise steps; a weight and a bias add 1 each (``2 S(N) + 9``
+  for ``nn.LayerNorm``). Work ``5 * numel + 4 * rows`` (+ numel each for weight and
+  bias). **RMS norm** (``F.rms_norm``, ``nn.RMSNorm``) reaches the profiler as its
+  steps (square, ``mean``, add eps, ``rsqrt``, multiply, times the weight):
+  ``S(N) + 5``, or ``S(N) + 6`` with a weight; ``_fused_rms_norm`` (GPU) costs the same.
+- **Dropout**: in eval mode (``model.eval()``, ``training=False``, ``p = 0``) torch
+  runs no op: depth 0. In training mode torch draws a random mask (``bernoulli_``:
+  free), scales it by ``1 / (1 - p)`` (1 step, off the data's path) and multiplies:
+  depth ``max(depth(x), 1) + 1``, i.e. one step on any computed ``x``; work
+  ``2 * numel``.
+- Anything else (``sort``, ``linalg.svd``, ``scatter_add``, ``group_norm``, ...)
+  raises :class:`UnknownOpError` naming the op: the profiler never guesses. Give a
+  rule of your own for one run with ``parallel_time(fn, ..., rules={op: rule})`` or
+  ``DepthMode(rules=...)``; a rule maps ``(args, kwargs, out, S)`` to
+  ``(depth cost, work)``. Reading a value (``.item()``, ``if x > 0:``) raises
+  :class:`DataDependentError`: a meta tensor has a shape but no values.
 
-The first call in a process takes a few seconds: torch imports its meta kernels
-(and ``torch._dynamo``) lazily. Later calls take milliseconds per layer.
+The first call in a process also pays for code torch loads lazily for its meta
+kernels: ``sympy`` (about 0.5 s, for their shape checks) and, once the function runs an
+op whose meta kernel torch writes in Python behind ``torch._disable_dynamo`` (most
+elementwise ops, ``cat``, ``mean``, ``addmm``, ``native_layer_norm``, ...),
+``torch._dynamo`` (1 to 2 s more). Later calls take milliseconds per layer.
 
 Brent's theorem turns (W, D) into a running time on P processors:
 ``time_P <= W / P + D`` (:meth:`ParallelTime.brent`).
 
-This module relies on torch's private dispatch API (``TorchDispatchMode``, op tags);
-its op set is tested against the pinned torch (2.13.0).
+This module relies on torch's private dispatch API (``TorchDispatchMode``, op tags,
+``torch.utils._pytree``); its op set is tested against the pinned torch (2.13.0).
 """
 from __future__ import annotations
 
@@ -105,17 +146,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch._ops import OpOverload, OpOverloadPacket
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import arg_tree_leaves, tree_leaves, tree_map, tree_map_only
 from torch.utils.weak import WeakTensorKeyDictionary
 
 __all__ = [
-    "DataDependentError", "DepthMode", "ParallelTime", "UnknownOpError",
-    "depth_of", "parallel_time", "sum_cost",
+    "COST_RULES", "DataDependentError", "DepthMode", "ParallelTime", "UnknownOpError",
+    "depth_of", "parallel_time", "register_cost", "sum_cost",
 ]
 
 aten = torch.ops.aten
 Cost = int | float
 Model = str | Callable[[int], Cost]
+Op = OpOverloadPacket | OpOverload
 # A rule maps (args, kwargs, out, S) to (depth cost, work) of one op.
 Rule = Callable[[tuple, dict, Any, Callable[[int], Cost]], tuple[Cost, int]]
 META = torch.device("meta")
@@ -185,94 +229,250 @@ def _model_name(model: Model) -> str:
     return "custom" if name == "<lambda>" else name
 
 
+# ---------------------------------------------------------------------------- registry
+
+COST_RULES: dict[Op, Rule] = {}
+_FRESH: set[Op] = set()  # creation from another tensor's shape: depth 0 whatever its depth
+
+
+def _how_to_add_a_rule(op: Op) -> str:
+    """The one way to give the profiler a rule for `op` (names the op as the student types it)."""
+    packet = op.overloadpacket if isinstance(op, OpOverload) else op
+    return ("Give it a rule of your own for this run: parallel_time(fn, ..., "
+            f"rules={{torch.ops.{packet}: rule}}) (or DepthMode(rules=...)), where "
+            "rule(args, kwargs, out, S) returns (depth cost, work) and S(N) is the depth "
+            "of a sum of N terms.")
+
+
+def _unknown(op: Op, what: str = "") -> UnknownOpError:
+    """The error for an op (or one use of it, `what`) that has no cost rule."""
+    return UnknownOpError(f"the parallel-time profiler has no cost rule for {op}{what} yet, "
+                          f"and will not guess one. {_how_to_add_a_rule(op)}")
+
+
+class _NoRuleForThisUse(Exception):
+    """Raised by a rule for a use of its op it does not cover; the mode names the op."""
+
+
+def _check_key(target: Any) -> None:
+    """A rule's key is an aten op: torch.ops.aten.mm (packet) or torch.ops.aten.mm.default."""
+    if not isinstance(target, (OpOverloadPacket, OpOverload)):
+        raise TypeError(f"a cost rule is keyed by an op such as torch.ops.aten.sort or "
+                        f"torch.ops.aten.sort.default, not {target!r}")
+
+
+def register_cost(*targets: Op, fresh: bool = False) -> Callable[[Rule], Rule]:
+    """Decorator: `rule` is the cost of each target op (packet or overload); refuses duplicates.
+
+    ``fresh=True`` marks creation ops: their outputs start at depth `cost`, whatever the
+    depth of their tensor arguments (``zeros_like(x)`` reads only x's shape). An
+    overload and its packet may not both have a rule (that would be two rules for one op).
+    """
+    for target in targets:
+        _check_key(target)
+
+    def register(rule: Rule) -> Rule:
+        for target in targets:
+            clash = _registered_rule_for(target)
+            if clash is not None:
+                raise ValueError(f"duplicate cost rule for {target}: {clash[0]} already has "
+                                 f"the rule {clash[1].__name__}")
+            COST_RULES[target] = rule
+            if fresh:
+                _FRESH.add(target)
+        return rule
+    return register
+
+
+def _registered_rule_for(target: Op) -> tuple[Op, Rule] | None:
+    """The (key, rule) already covering `target`: itself, its packet, or one of its overloads."""
+    if isinstance(target, OpOverload):
+        keys = [target, target.overloadpacket]
+    else:
+        keys = [target, *(k for k in COST_RULES if isinstance(k, OpOverload) and k.overloadpacket is target)]
+    return next(((k, COST_RULES[k]) for k in keys if k in COST_RULES), None)
+
+
+def _packets(names: str) -> list[OpOverloadPacket]:
+    """torch.ops.aten packets from a whitespace-separated list of names."""
+    return [getattr(aten, name) for name in names.split()]
+
+
 # ---------------------------------------------------------------------------- rules
 
 def _numel(out: Any) -> int:
     """numel of the first tensor in `out`."""
-    return next((t.numel() for t in _tensors(out)), 0)
+    return next((t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)), 0)
 
 
-def _bind(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The op's arguments by schema name, defaults filled in."""
-    bound: dict[str, Any] = {}
-    for i, a in enumerate(func._schema.arguments):
-        if i < len(args) and not a.kwarg_only:
-            bound[a.name] = args[i]
-        elif a.name in kwargs:
-            bound[a.name] = kwargs[a.name]
-        elif a.has_default_value():
-            bound[a.name] = a.default_value
-    return bound
-
-
+@register_cost(*_packets("""
+    clone _to_copy copy copy_ lift_fresh lift_fresh_copy _unsafe_view alias contiguous
+    cat stack constant_pad_nd flip roll repeat
+    index _unsafe_index index_select gather embedding
+    select_scatter slice_scatter diagonal_scatter masked_scatter
+    zeros ones empty empty_strided full arange scalar_tensor linspace eye rand randn randint
+    randperm tril_indices triu_indices
+    fill fill_ zero_ normal_ uniform_ random_ bernoulli_ exponential_
+    squeeze_ unsqueeze_ t_ transpose_ as_strided_ detach_
+"""))
+@register_cost(aten.scatter.src, aten.scatter.value, aten.scatter_.src, aten.scatter_.value)
 def _free(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-    """Views, copies, indexing, concatenation, creation: depth 0, work 0."""
+    """Copies, concatenation, indexing, creation, filling, in-place views: depth 0, work 0."""
     return 0, 0
 
 
+@register_cost(*_packets("""
+    zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    new_zeros new_ones new_empty new_full new_empty_strided
+"""), fresh=True)
+def _created(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """x-shaped creation (zeros_like(x), x.new_zeros(n)): depth 0 whatever x's depth, work 0."""
+    return 0, 0
+
+
+@register_cost(aten.tril, aten.triu, aten.native_dropout, aten.bernoulli)
 def _elementwise(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
     """One parallel step over every output element."""
     return 1, _numel(out)
 
 
-def _contraction(reduced: Callable[[tuple], int], bias: bool = False) -> Rule:
-    """Multiply, then sum R terms: depth 1 + S(R) (+1 for a bias add), work 2 numel(out) R."""
-    def rule(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-        R, n = reduced(args), _numel(out)
-        return 1 + S(R) + int(bias), 2 * n * R + (n if bias else 0)
-    return rule
+def _contraction(R: int, out: Any, S: Callable, fused_add: bool = False) -> tuple[Cost, int]:
+    """Multiply, then sum R terms (then add): depth 1 + S(R) (+ 1), work 2 numel(out) R (+ numel(out))."""
+    n = _numel(out)
+    return 1 + S(R) + int(fused_add), 2 * n * R + (n if fused_add else 0)
 
 
-def _conv_reduced(args: tuple) -> int:
-    """Terms per output of a (non-transposed) convolution: C_in / groups * prod(kernel)."""
-    weight = args[1]
-    return math.prod(weight.shape[1:])
+@register_cost(aten.mm, aten.bmm, aten.mv, aten.dot, aten.vdot)
+def _product(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """a[..., R] times b[R, ...] (mm, bmm, mv, dot): 1 + S(R)."""
+    return _contraction(args[0].shape[-1], out, S)
 
 
+@register_cost(aten.addmm, aten.baddbmm, aten.addmv)
+def _product_plus(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """beta c + alpha (a[..., R] @ b[R, ...]): 2 + S(R), the scaled add one fused step."""
+    return _contraction(args[1].shape[-1], out, S, fused_add=True)
+
+
+@register_cost(aten.addbmm)
+def _batch_product_plus(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """beta c + alpha sum_b (a[b, n, R] @ b[b, R, m]): the sum runs over b and R, 2 + S(B R)."""
+    a = args[1]
+    return _contraction(a.shape[0] * a.shape[2], out, S, fused_add=True)
+
+
+@register_cost(aten.convolution)
 def _convolution(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-    """convolution(input, weight, bias, stride, padding, dilation, transposed, ...)."""
-    b = _bind(aten.convolution.default, args, kwargs)
-    if b["transposed"]:
-        raise UnknownOpError("aten.convolution.default with transposed=True: the profiler "
-                             "has no cost rule for transposed convolutions")
-    has_bias = b["bias"] is not None
-    return _contraction(_conv_reduced, bias=has_bias)(args, kwargs, out, S)
+    """convolution(x, w[C_out, C_in / groups, *kernel], bias): 1 + S(prod(w.shape[1:])) (+ 1)."""
+    weight, bias, transposed = args[1], args[2], args[6]
+    if transposed:
+        raise _NoRuleForThisUse(" with transposed=True (a transposed convolution)")
+    return _contraction(math.prod(weight.shape[1:]), out, S, fused_add=bias is not None)
 
 
-def _reduced_numel(x: torch.Tensor, dim: Any) -> int:
-    """How many entries of x are reduced into each output when reducing over `dim`."""
+def _dim(args: tuple, kwargs: dict) -> Any:
+    """The `dim` argument of a reduction (None or [] when it reduces over everything)."""
+    return args[1] if len(args) > 1 else kwargs.get("dim")
+
+
+def _terms(x: torch.Tensor, dim: Any) -> int:
+    """N: how many entries of x are reduced into each output when reducing over `dim`."""
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return x.numel()
     dims = [dim] if isinstance(dim, int) else list(dim)
     return math.prod(x.shape[d] if x.dim() else 1 for d in dims)
 
 
-def _reduction(extra: int = 0, sums: int = 1, divides: bool = False) -> Callable[[Any], Rule]:
-    """Reduction over N: depth sums * S(N) + extra; work numel(in) (+ numel(out) to divide)."""
-    def for_op(op: torch._ops.OpOverload) -> Rule:
-        def rule(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-            x = args[0]
-            N = _reduced_numel(x, _bind(op, args, kwargs).get("dim"))
-            return sums * S(N) + extra, sums * x.numel() + (_numel(out) if divides else 0)
-        return rule
-    return for_op
+_SUMS = [aten.sum.default, aten.sum.dim_IntList, aten.amax.default, aten.amin.default,
+         aten.max.default, aten.max.dim, aten.min.default, aten.min.dim, aten.prod.default,
+         aten.prod.dim_int, aten.argmax.default, aten.argmin.default, aten.any.default,
+         aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims,
+         aten.cumsum.default, aten.cumprod.default]
 
 
-def _softmax(extra: int) -> Rule:
-    """exp, sum over N, divide: depth S(N) + 2 (+1 for the log of log_softmax)."""
-    def rule(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-        x, dim = args[0], args[1]
-        N = x.shape[dim] if x.dim() else 1
-        rows = x.numel() // N if N else 0
-        return S(N) + 2 + extra, 3 * x.numel() + extra * rows
-    return rule
+@register_cost(*_SUMS)
+def _sum(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """Sum (max, prod, any, prefix sum, ...) of N terms per output: S(N), work numel(x)."""
+    x = args[0]
+    return S(_terms(x, _dim(args, kwargs))), x.numel()
 
 
+@register_cost(aten.mean.default, aten.mean.dim)
+def _mean(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """Sum of N terms, divide: S(N) + 1."""
+    x = args[0]
+    return S(_terms(x, _dim(args, kwargs))) + 1, x.numel() + _numel(out)
+
+
+@register_cost(aten.logsumexp.default)
+def _logsumexp(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """exp, sum of N terms, log: S(N) + 2."""
+    x = args[0]
+    return S(_terms(x, _dim(args, kwargs))) + 2, x.numel()
+
+
+@register_cost(aten.var.correction)
+def _var(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """mean (S(N) + 1), subtract, square, sum, divide: 2 S(N) + 4."""
+    x = args[0]
+    return 2 * S(_terms(x, _dim(args, kwargs))) + 4, 2 * x.numel() + _numel(out)
+
+
+@register_cost(aten.std.correction)
+def _std(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """var (2 S(N) + 4), square root: 2 S(N) + 5."""
+    x = args[0]
+    return 2 * S(_terms(x, _dim(args, kwargs))) + 5, 2 * x.numel() + _numel(out)
+
+
+def _rows(x: torch.Tensor, N: int) -> int:
+    """How many groups of N entries x holds (0 when N = 0)."""
+    return x.numel() // N if N else 0
+
+
+@register_cost(aten._softmax, aten._safe_softmax)
+def _softmax(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """softmax(x, dim) over N: exp (1) + sum over N + divide (1) = S(N) + 2."""
+    x, dim = args[0], args[1]
+    N = x.shape[dim] if x.dim() else 1
+    return 1 + S(N) + 1, 3 * x.numel()
+
+
+@register_cost(aten._log_softmax)
+def _log_softmax(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """log_softmax(x, dim) over N: exp (1) + sum over N + log (1) + subtract (1) = S(N) + 3."""
+    x, dim = args[0], args[1]
+    N = x.shape[dim] if x.dim() else 1
+    return 1 + S(N) + 1 + 1, 3 * x.numel() + _rows(x, N)
+
+
+@register_cost(aten.native_layer_norm)
+def _layer_norm(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """layer_norm(x, shape, w, b) over N = prod(shape): mean, variance, normalise = 2 S(N) + 7 (+ w, + b)."""
+    x, shape, weight, bias = args[0], args[1], args[2], args[3]
+    N = math.prod(shape)
+    mean = S(N) + 1                  # sum, divide by N
+    variance = 1 + 1 + S(N) + 1      # subtract the mean, square, sum, divide by N
+    normalise = 1 + 1 + 1            # add eps, rsqrt, multiply
+    affine = (weight is not None) + (bias is not None)  # times w, plus b
+    return mean + variance + normalise + affine, (5 + affine) * x.numel() + 4 * _rows(x, N)
+
+
+@register_cost(aten._fused_rms_norm)
+def _rms_norm(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
+    """_fused_rms_norm(x, shape, w, eps) over N = prod(shape): S(N) + 5 (+ w), as its steps cost."""
+    x, shape, weight = args[0], args[1], args[2]
+    N = math.prod(shape)
+    affine = int(weight is not None)
+    return 1 + (S(N) + 1) + 3 + affine, (3 + affine) * x.numel() + 3 * _rows(x, N)
+
+
+@register_cost(aten.index_put, aten.index_put_, aten._index_put_impl_)
 def _index_put(args: tuple, kwargs: dict, out: Any, S: Callable) -> tuple[Cost, int]:
-    """x[idx] = v is free; x[idx] += v with repeated indices is a scatter-add: unknown."""
-    if _bind(aten.index_put.default, args, kwargs)["accumulate"]:
-        raise UnknownOpError("aten.index_put with accumulate=True (a scatter-add): "
-                             "the profiler has no cost rule for it")
+    """x[idx] = v is free; index_put_(..., accumulate=True) is a scatter-add: no rule."""
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    if accumulate:
+        raise _NoRuleForThisUse(" with accumulate=True (a scatter-add: repeated indices add up)")
     return 0, 0
 
 
@@ -284,79 +484,20 @@ def _data_dependent() -> DataDependentError:
         "values, so the depth may not depend on the data")
 
 
-_FREE_PACKETS = [
-    # copies and dtype/device moves
-    "clone", "_to_copy", "copy", "copy_", "lift_fresh", "lift_fresh_copy", "_unsafe_view",
-    "alias", "contiguous",
-    # concatenation, padding, rearrangement
-    "cat", "stack", "constant_pad_nd", "flip", "roll", "repeat",
-    # indexing, gathering, scattering (no arithmetic)
-    "index", "_unsafe_index", "index_select", "gather", "embedding",
-    "select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter",
-    # creation (no tensor input) and filling
-    "zeros", "ones", "empty", "empty_strided", "full", "arange", "scalar_tensor",
-    "linspace", "eye", "rand", "randn", "randint", "randperm", "tril_indices",
-    "triu_indices", "fill", "fill_", "zero_", "normal_", "uniform_", "random_",
-    "bernoulli_", "exponential_",
-]
-# Creation from another tensor's shape only: depth 0 whatever that tensor's depth.
-_FRESH_PACKETS = [
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-    "randint_like", "new_zeros", "new_ones", "new_empty", "new_full", "new_empty_strided",
-]
-_ELEMENTWISE_PACKETS = ["tril", "triu", "native_dropout", "bernoulli"]
+def _in_place_pointwise(func: OpOverload) -> bool:
+    """x.op_() whose out-of-place x.op() is tagged pointwise (masked_fill_, gelu_, abs_, ...)."""
+    name = func.overloadpacket.__name__
+    if not name.endswith("_") or name.startswith("_"):
+        return False
+    functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
+    return functional is not None and torch.Tag.pointwise in functional.tags
 
 
-def _build_rules() -> tuple[dict[Any, Rule], set[Any]]:
-    """The registry: OpOverloadPacket or OpOverload -> rule; and the fresh packets."""
-    rules: dict[Any, Rule] = {}
-    for name in _FREE_PACKETS:
-        rules[getattr(aten, name)] = _free
-    for name in _ELEMENTWISE_PACKETS:
-        rules[getattr(aten, name)] = _elementwise
-    fresh = {getattr(aten, name) for name in _FRESH_PACKETS}
-    for p in fresh:
-        rules[p] = _free
-    for op in [aten.scatter.src, aten.scatter.value, aten.scatter_.src, aten.scatter_.value]:
-        rules[op] = _free  # scatter with reduce= is a reduction: no rule
-    rules[aten.index_put] = _index_put
-    rules[aten.index_put_] = _index_put
-    rules[aten._index_put_impl_] = _index_put
-
-    last = lambda a: a[0].shape[-1]        # noqa: E731  [..., R] @ [R, ...]
-    after_bias = lambda a: a[1].shape[-1]  # noqa: E731  bias, [..., R], [R, ...]
-    rules[aten.mm] = rules[aten.bmm] = rules[aten.dot] = rules[aten.vdot] = rules[aten.mv] = \
-        _contraction(last)
-    rules[aten.addmm] = rules[aten.baddbmm] = rules[aten.addmv] = _contraction(after_bias, bias=True)
-    rules[aten.addbmm] = _contraction(lambda a: a[1].shape[0] * a[1].shape[2], bias=True)
-    rules[aten.convolution] = _convolution
-
-    plain = _reduction()
-    for op in [aten.sum.default, aten.sum.dim_IntList, aten.amax.default, aten.amin.default,
-               aten.max.default, aten.max.dim, aten.min.default, aten.min.dim,
-               aten.prod.default, aten.prod.dim_int, aten.argmax.default, aten.argmin.default,
-               aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim,
-               aten.all.dims, aten.cumsum.default, aten.cumprod.default]:
-        rules[op] = plain(op)
-    for op in [aten.mean.default, aten.mean.dim]:
-        rules[op] = _reduction(extra=1, divides=True)(op)
-    rules[aten.logsumexp.default] = _reduction(extra=2)(aten.logsumexp.default)
-    rules[aten.var.correction] = _reduction(extra=4, sums=2, divides=True)(aten.var.correction)
-    rules[aten.std.correction] = _reduction(extra=5, sums=2, divides=True)(aten.std.correction)
-
-    rules[aten._softmax] = rules[aten._safe_softmax] = _softmax(extra=0)
-    rules[aten._log_softmax] = _softmax(extra=1)
-    return rules, fresh
-
-
-_RULES, _FRESH = _build_rules()
-
-
-def _rule_for(func: torch._ops.OpOverload, extra: Mapping[Any, Rule]) -> Rule:
-    """The rule for one op: overload, then packet, then the pointwise tag, then views."""
+def _rule_for(func: OpOverload, extra: Mapping[Op, Rule]) -> Rule:
+    """The rule for one op: custom, then registered (overload, then packet), then tags, then views."""
     if func.overloadpacket is aten._local_scalar_dense:
         raise _data_dependent()
-    for table in (extra, _RULES):
+    for table in (extra, COST_RULES):
         for key in (func, func.overloadpacket):
             if key in table:
                 return table[key]
@@ -364,19 +505,7 @@ def _rule_for(func: torch._ops.OpOverload, extra: Mapping[Any, Rule]) -> Rule:
         return _elementwise
     if func.is_view:
         return _free
-    raise UnknownOpError(
-        f"the parallel-time profiler has no cost rule for the aten op {func} and will "
-        "not guess one. Write the computation with elementwise ops, sums, matmul/einsum "
-        "and softmax, or give DepthMode(rules={...}) a rule for it.")
-
-
-def _in_place_pointwise(func: torch._ops.OpOverload) -> bool:
-    """x.op_() whose out-of-place x.op() is tagged pointwise (masked_fill_, gt_, abs_, ...)."""
-    name = func.overloadpacket.__name__
-    if not name.endswith("_") or name.startswith("_"):
-        return False
-    functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
-    return functional is not None and torch.Tag.pointwise in functional.tags
+    raise _unknown(func)
 
 
 # ---------------------------------------------------------------------------- the mode
@@ -393,6 +522,11 @@ class _Cell:
 _ACTIVE: list[DepthMode] = []
 
 
+def _tensors(x: Any) -> list[torch.Tensor]:
+    """The tensors among the leaves of a nest of lists, tuples and dicts."""
+    return [t for t in tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
 class DepthMode(TorchDispatchMode):
     """Context manager measuring depth and work of the torch ops run inside it.
 
@@ -405,19 +539,33 @@ class DepthMode(TorchDispatchMode):
     Tensors made before entering (inputs, parameters) have depth 0. With
     ``meta=True`` (what :func:`parallel_time` uses) every tensor an op meets is moved
     to the meta device and factories create meta tensors, so nothing is allocated;
-    with ``meta=False`` the ops really run. ``rules`` adds cost rules, keyed by
-    ``torch.ops.aten.<op>`` (packet or overload); a rule maps
-    ``(args, kwargs, out, S)`` to ``(depth cost, work)`` where ``S`` is the model's
-    sum cost. ``op_counts`` counts the ops seen, by name.
+    with ``meta=False`` the ops really run. ``rules`` adds cost rules for this mode
+    (and wins over ``COST_RULES``), keyed by ``torch.ops.aten.<op>`` (packet or
+    overload); a rule maps ``(args, kwargs, out, S)`` to ``(depth cost, work)`` where
+    ``S`` is the model's sum cost. ``op_counts`` counts the ops seen, by name.
     """
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Leave __torch_dispatch__ unwrapped: torch's wrapper imports torch._dynamo (1-2 s) on first use.
+
+        TorchDispatchMode wraps a subclass's ``__torch_dispatch__`` in
+        ``torch._disable_dynamo``, whose first call imports ``torch._dynamo``. The
+        wrapper only matters while dynamo compiles a frame that calls into the mode;
+        a ``torch.compile``-d function inside the profiled one reaches the mode with
+        the same ops either way (tested).
+        """
+        return False
+
     def __init__(self, model: Model = "log", *, meta: bool = False,
-                 rules: Mapping[Any, Rule] | None = None) -> None:
+                 rules: Mapping[Op, Rule] | None = None) -> None:
         super().__init__()
         self.model = _model_name(model)
         self.S = sum_cost(model)
         self.meta = meta
         self.rules = dict(rules or {})
+        for key in self.rules:
+            _check_key(key)
         self.work = 0
         self.max_depth: Cost = 0
         self._ops: dict[int, _OpInfo] = {}  # by id(op): aten ops are long-lived singletons
@@ -451,7 +599,8 @@ class DepthMode(TorchDispatchMode):
         _ACTIVE.remove(self)
         return super().__exit__(*exc)
 
-    def _to_meta(self, op: _OpInfo, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def _to_meta(self, op: _OpInfo, args: tuple, kwargs: dict,
+                 inputs: list[torch.Tensor]) -> tuple[tuple, dict]:
         """Move every tensor argument to meta (keeping its depth) and factories' device to meta."""
         def move(x: torch.Tensor) -> torch.Tensor:
             if x.is_meta:
@@ -459,28 +608,30 @@ class DepthMode(TorchDispatchMode):
             m = x.detach().to(META)
             self._cells[m] = self._cell(x)
             return m
-        if any(not t.is_meta for t in _arg_tensors(args, kwargs)):
-            args, kwargs = _map_tensors(move, args), _map_tensors(move, kwargs)
+        if any(not t.is_meta for t in inputs):
+            args, kwargs = tree_map_only(torch.Tensor, move, (args, kwargs))
         if op.takes_device:  # a factory (torch.zeros) or a move (.to, .cpu)
             kwargs = {**kwargs, "device": META}
             if "pin_memory" in kwargs:
                 kwargs["pin_memory"] = False
         return args, kwargs
 
-    def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Any,
+    def __torch_dispatch__(self, func: OpOverload, types: Any,
                            args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         op = self._ops.get(id(func))
         if op is None:
             op = self._ops[id(func)] = _OpInfo.of(func, self.rules)
+        inputs = [t for t in arg_tree_leaves(*args, **kwargs) if isinstance(t, torch.Tensor)]
         if self.meta:
-            args, kwargs = self._to_meta(op, args, kwargs)
+            args, kwargs = self._to_meta(op, args, kwargs, inputs)
+            inputs = [t for t in arg_tree_leaves(*args, **kwargs) if isinstance(t, torch.Tensor)]
         out = func(*args, **kwargs)
-        cost, work = op.rule(args, kwargs, out, self.S)
-        if op.fresh:
-            depth = cost
-        else:
-            depth = cost + max((self._cell(t).depth for t in _arg_tensors(args, kwargs)), default=0)
+        try:
+            cost, work = op.rule(args, kwargs, out, self.S)
+        except _NoRuleForThisUse as refused:
+            raise _unknown(func, str(refused)) from None
+        depth = cost if op.fresh else cost + max((self._cell(t).depth for t in inputs), default=0)
         self._record(op, args, kwargs, out, depth)
         self.work += work
         self.max_depth = max(self.max_depth, depth)
@@ -520,49 +671,15 @@ class _OpInfo:
     count: int = 0
 
     @classmethod
-    def of(cls, func: torch._ops.OpOverload, rules: Mapping[Any, Rule]) -> _OpInfo:
+    def of(cls, func: OpOverload, rules: Mapping[Op, Rule]) -> _OpInfo:
         """Look the op up (raises UnknownOpError for an op with no rule)."""
-        written = tuple((i, a.name) for i, a in enumerate(func._schema.arguments)
+        arguments = func._schema.arguments
+        written = tuple((i, a.name) for i, a in enumerate(arguments)
                         if a.alias_info is not None and a.alias_info.is_write)
-        takes_device = any(a.name == "device" and a.kwarg_only for a in func._schema.arguments)
-        return cls(str(func), _rule_for(func, rules), func.overloadpacket in _FRESH,
-                   func.is_view, written, takes_device)
-
-
-def _tensors(x: Any) -> list[torch.Tensor]:
-    """The tensors among the leaves of a nest of lists, tuples and dicts."""
-    found, todo = [], [x]
-    while todo:
-        v = todo.pop()
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif isinstance(v, (list, tuple)):
-            todo.extend(v)
-        elif isinstance(v, dict):
-            todo.extend(v.values())
-    return found
-
-
-def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    """The tensors among an aten op's arguments (lists in a schema are homogeneous)."""
-    found = []
-    for v in (*args, *kwargs.values()):
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif isinstance(v, (list, tuple)) and v and not isinstance(v[0], (int, float)):
-            found.extend(t for t in v if isinstance(t, torch.Tensor))
-    return found
-
-
-def _map_tensors(f: Callable[[torch.Tensor], Any], x: Any) -> Any:
-    """x with every tensor t in its nest of lists, tuples and dicts replaced by f(t)."""
-    if isinstance(x, torch.Tensor):
-        return f(x)
-    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
-        return type(x)(_map_tensors(f, v) for v in x)
-    if isinstance(x, dict):
-        return {k: _map_tensors(f, v) for k, v in x.items()}
-    return x
+        takes_device = any(a.name == "device" and a.kwarg_only for a in arguments)
+        keys = (func, func.overloadpacket)
+        fresh = not any(k in rules for k in keys) and any(k in _FRESH for k in keys)
+        return cls(str(func), _rule_for(func, rules), fresh, func.is_view, written, takes_device)
 
 
 def depth_of(x: Any) -> Cost:
@@ -583,25 +700,24 @@ def _is_shape(x: Any) -> bool:
             and all(isinstance(i, int) and not isinstance(i, bool) for i in x))
 
 
-def as_meta(x: Any) -> Any:
-    """Example argument -> meta tensors: tensors keep shape and dtype, shapes become float32."""
+def _example_to_meta(x: Any) -> Any:
+    """One example leaf -> meta: a tensor keeps shape and dtype, a shape becomes float32."""
     if isinstance(x, torch.Tensor):
         return x if x.is_meta else x.detach().to(META)
     if _is_shape(x):
         return torch.empty(tuple(x), dtype=torch.float32, device=META)
-    if isinstance(x, dict):
-        return {k: as_meta(v) for k, v in x.items()}
-    if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
-        return type(x)(*(as_meta(v) for v in x))
-    if isinstance(x, (list, tuple)):
-        return type(x)(as_meta(v) for v in x)
     return x
 
 
+def as_meta(x: Any) -> Any:
+    """Example arguments (a nest of tensors, shapes and plain values) -> meta tensors."""
+    return tree_map(_example_to_meta, x, is_leaf=_is_shape)
+
+
 def parallel_time(fn: Callable[..., Any], *example_args: Any, model: Model = "log",
-                  **kwargs: Any) -> ParallelTime:
-    """Depth and work of fn(*example_args, **kwargs), run on meta tensors, under `model`."""
-    args, kw = as_meta(example_args), as_meta(kwargs)
-    with DepthMode(model, meta=True) as mode:
+                  rules: Mapping[Op, Rule] | None = None, **kwargs: Any) -> ParallelTime:
+    """Depth and work of fn(*example_args, **kwargs) on meta tensors, under `model` (plus `rules`)."""
+    args, kw = tuple(as_meta(a) for a in example_args), as_meta(kwargs)
+    with DepthMode(model, meta=True, rules=rules) as mode:
         out = fn(*args, **kw)
     return mode.result(out)

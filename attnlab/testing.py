@@ -1,7 +1,7 @@
 """Visible-test helpers: each failure says in words what is wrong and what to check."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -53,3 +53,33 @@ def expect_answer(answer: object, variables: Sequence[str], what: str) -> None:
     from attnlab.symbolic import parse_answer
 
     parse_answer(answer, variables, what=what)
+
+
+def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping[str, str], what: str = "your equations",
+                     operands: Sequence[str] | None = None, sizes: Sequence[str] = (),
+                     functions: Mapping[str, str] | None = None) -> None:
+    """Fail unless `answer` is well-formed index equations that define `defines` from `inputs`.
+
+    `inputs` and `defines` map tensor names to their sizes axis by axis (`{"WQ": "H,K,J"}`; word ids:
+    `{"w": "B,T in V"}`). Checks that every line reads, that each tensor in `defines` is defined once
+    with indices of the right sizes in the right order, that each line uses only inputs and tensors
+    defined above it with the right number of indices, that an index runs over one size, that every
+    index on the right is summed or on the left, and that sizes used as numbers exist. It never checks
+    that the equations are right: the hidden test does. With `operands`, an einsum spec over those
+    tensors is accepted for the one tensor in `defines` (`"hkj,tj->htk / sqrt(K)"`).
+    `functions`: functions the question declares, by the sizes of their vectors (`{"CELL": "J,K,U -> J"}`,
+    called as `CELL(z[:], V[:], e[:])`).
+    """
+    from attnlab.equations import EquationError, check, parse_answer, spec
+
+    if isinstance(answer, str) and not answer.strip():
+        raise Explained(f"{what}: the answer is empty; write one equation per line, Name[i,j] = ...")
+    names = {a for text in [*inputs.values(), *defines.values()] for a in spec(text).axes if isinstance(a, str)}
+    names |= {s for text in inputs.values() if isinstance(s := spec(text).values, str)} | set(sizes)
+    try:
+        equations = parse_answer(answer, operands, next(iter(defines)) if operands and len(defines) == 1 else None)
+        check(equations, inputs, defines, sizes=names | {a.strip() for f in (functions or {}).values()
+                                                         for a in f.replace("->", ",").split(",") if a.strip()},
+              functions=functions)
+    except EquationError as exc:
+        raise Explained(f"{what}:\n{exc}") from None

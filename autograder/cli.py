@@ -3,9 +3,12 @@
     autograder release [--chapters ch1 ch2] [-o release.zip]
     autograder example-class [--zip FILE | --to DIR]
     autograder collect SRC [SRC ...]          # a folder (nbgrader submitted/ layout) or an LMS zip
-    autograder grade [--student ID] [--assignment chN] [--workers N]
+    autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
+    autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN]
     autograder export --format csv|canvas -o FILE [--cells]
+    autograder manual export [--assignment chN] [-o DIR] | autograder manual import FILE
+    autograder similarity [--assignment chN]
     autograder report
     autograder gradebook
 
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder import course
-from autograder.tables import table
+from autograder.tables import printable, table
 from coursenb.chapters import CHAPTERS, ChapterError, select
 
 EXIT_USAGE = 2
@@ -45,8 +48,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"no chapters found in {CHAPTERS}")
     names = [c.assignment for c in chosen]
+    from autograder import config
+
+    policy = config.read_policy_block(course_dir)  # the course's due dates and late policy survive a release
     course.init_course(course_dir, names)
+    config.write_policy_block(course_dir, policy or config.policy_block("UTC", {}, config.LatePolicy()))
     notebooks = course.release(course_dir, names)
+    _sync_due_dates(course_dir)
     out = Path(args.output) if args.output else course_dir / "release.zip"
     write_release_zip(notebooks, out)
     _print(table(["chapter", "student notebook"], [[c.assignment, str(p)] for c, p in zip(chosen, notebooks)],
@@ -56,19 +64,110 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def write_release_zip(notebooks: list[Path], out: Path) -> Path:
-    """The student notebooks (flat: the names students must submit) and the student kit attnlab/."""
+    """The student notebooks (flat: the names students must submit), the student kit attnlab/ (its
+    source, README and pyproject.toml: `pip install ./attnlab` works from the unzipped folder) and a
+    README.md with the exact commands. Reproducible: the same inputs give the same bytes."""
     out.parent.mkdir(parents=True, exist_ok=True)
     kit = course.ROOT / "attnlab"
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for nb in notebooks:
-            zf.write(nb, nb.name)
-        for path in sorted(kit.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                zf.write(path, Path("attnlab") / path.relative_to(kit))
-        zf.writestr("README.txt", "Open each chapter notebook in Jupyter next to the attnlab/ folder, fill in the\n"
-                                  "cells marked YOUR CODE HERE, run the visible tests, and submit the notebook\n"
-                                  "under its original file name:\n" + "".join(f"  {nb.name}\n" for nb in notebooks))
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    if notebooks:  # the README's examples name a notebook of this zip
+        readme = readme.replace("ch1_parallel_time.ipynb", notebooks[0].name)
+    readme += "\n## The notebooks in this folder\n\n" + "".join(f"- `{nb.name}`\n" for nb in notebooks)
+    files = {nb.name: nb.read_bytes() for nb in notebooks}
+    files.update({f"attnlab/{rel}": (kit / rel).read_bytes() for rel in kit_files(kit)})
+    files["README.md"] = readme.encode()
+    tmp = out.with_name(f".{out.name}.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name])
+    tmp.replace(out)
     return out
+
+
+def kit_files(kit: Path) -> list[str]:
+    """The kit's distributable files, relative to `kit`: its Python source, README.md and pyproject.toml
+    (never build outputs, egg-info, caches or hidden files)."""
+    found = []
+    for path in sorted(kit.rglob("*")):
+        rel = path.relative_to(kit)
+        if not path.is_file() or any(part.startswith(".") or part in {"build", "dist", "__pycache__"}
+                                     or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if path.suffix == ".py" or rel.as_posix() in {"README.md", "pyproject.toml"}:
+            found.append(rel.as_posix())
+    return found
+
+
+def _sync_due_dates(course_dir: Path) -> None:
+    """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
+    from autograder import config, late
+    from autograder.grades import gradebook
+
+    cfg = config.load(course_dir)
+    with gradebook(course_dir) as gb:
+        late.sync_due_dates(gb, cfg)
+
+
+# ----------------------------------------------------------------------------- deadlines
+
+def cmd_deadlines(args: argparse.Namespace) -> int:
+    """Show, or set, the due dates and the late policy (the policy block of nbgrader_config.py)."""
+    from autograder import config
+
+    _require_course(args.course)
+    cfg = config.load(args.course)
+    block = config.read_policy_block(args.course) or ""
+    tz_name = args.timezone or _setting(block, "Deadlines.timezone") or "UTC"
+    tz = config.timezone(tz_name)
+    due = {a: when.astimezone(tz).strftime("%Y-%m-%d %H:%M") for a, when in cfg.due.items()}
+    assignments = _assignments(args.course)
+    for item in args.due or []:
+        name, sep, when = item.rpartition("=")
+        targets = [name] if sep else assignments
+        for a in targets:
+            if a not in assignments:
+                raise CliError(f"no assignment {a!r} in this course (it has {', '.join(assignments) or 'none'})")
+            if when.strip().lower() in ("", "none"):
+                due.pop(a, None)
+            else:
+                config.parse_time(when, tz, f"--due {item}")
+                due[a] = when.strip()
+    policy = cfg.late
+    if args.late or args.per_day is not None or args.cap is not None or args.grace is not None:
+        policy = config.late_policy({
+            "kind": (args.late or policy.kind).replace("-", "_"),
+            "per_day": _fraction(args.per_day, "--per-day") if args.per_day is not None else policy.per_day,
+            "cap": _fraction(args.cap, "--cap") if args.cap is not None else policy.cap,
+            "grace_minutes": args.grace if args.grace is not None else policy.grace.total_seconds() / 60})
+    changed = args.due or args.timezone or policy != cfg.late
+    if changed:
+        config.write_policy_block(args.course, config.policy_block(tz_name, due, policy))
+        cfg = config.load(args.course)
+        _sync_due_dates(args.course)
+    rows = [[a, cfg.due[a].astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if a in cfg.due else "-"]
+            for a in assignments]
+    _print(table(["chapter", "due"], rows, title=f"due dates ({tz_name}){'; updated' if changed else ''}"))
+    _print(f"late policy: {cfg.late.describe()}")
+    return 0
+
+
+def _setting(block: str, name: str) -> str | None:
+    import re
+
+    m = re.search(rf"^c\.{re.escape(name)} = '([^']*)'", block, re.M)
+    return m[1] if m else None
+
+
+def _fraction(text: str, option: str) -> float:
+    """'10%' or '0.1' as 0.1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise CliError(f"{option} expects a percentage such as 10% (or a fraction such as 0.1), got {text!r}") from None
+    return value
 
 
 # ----------------------------------------------------------------------------- example class
@@ -79,6 +178,11 @@ def cmd_example_class(args: argparse.Namespace) -> int:
 
     chapters = select(args.chapters)
     release_dir = args.course / "release"
+    if args.add_prose_question:
+        _require_course(args.course)
+        if example_class.add_prose_question(args.course, chapters[0].assignment):
+            _print(f"added the manually graded question {example_class.PROSE_ID} to {chapters[0].assignment} "
+                   f"(source and release of {args.course})")
     have_release = all((release_dir / c.assignment / f"{c.notebook}.ipynb").exists() for c in chapters)
     subs = example_class.build(chapters, release_dir if have_release else None)
     if args.to:
@@ -102,10 +206,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except collect.CollectError as exc:
         raise CliError(str(exc)) from None
     _register_students(args.course, result.students)
-    rows = [[p.student, p.assignment, p.notebook, "late" if p.late else "", status, p.entry.path.name]
+    rows = [[p.student, p.assignment, p.notebook, _local_time(p.entry.timestamp, args.course),
+             "LATE (LMS)" if p.late else "", "by content" if p.how == "content" else "", status, p.entry.path.name]
             for p, status in result.placed]
-    _print(table(["student", "chapter", "notebook", "late", "status", "from"], rows,
+    _print(table(["student", "chapter", "notebook", "uploaded", "late", "placed", "status", "from"], rows,
                  title=f"collected {len(rows)} submission(s) into {args.course / 'submitted'}"))
+    if result.notes:
+        _print()
+        _print(table(["file", "note"], result.notes, title="placed by content (the file name matched no notebook)"))
     if result.problems:
         _print()
         _print(table(["file", "problem"], result.problems,
@@ -114,6 +222,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _print(f"\n{counts['new']} new, {counts['replaced']} replaced, {counts['unchanged']} unchanged, "
            f"{len(result.problems)} problem(s); {len(result.students)} student(s)")
     return 0
+
+
+def _local_time(when, course_dir: Path) -> str:
+    """A time in the course's time zone, to the minute."""
+    from autograder import config
+
+    try:
+        tz = config.load(course_dir).timezone
+    except config.ConfigError:
+        tz = None
+    return when.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if when is not None else "-"
 
 
 def _register_students(course_dir: Path, students: dict[str, str | None]) -> None:
@@ -131,7 +250,10 @@ def _register_students(course_dir: Path, students: dict[str, str | None]) -> Non
 # ----------------------------------------------------------------------------- grade
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    """Grade every submitted, not yet graded notebook with the trusted engine (resumable)."""
+    """Grade every submitted, not yet graded notebook with the trusted engine (resumable); apply the late
+    policy. With --force, grade again what the other options select (one student, one notebook)."""
+    from autograder import gradinglog, late
+
     _require_course(args.course)
     submitted = args.course / "submitted"
     students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
@@ -152,12 +274,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from autograder.engine import EngineError
     except ImportError:
         EngineError = CliError  # noqa: N806 - an engine without its error type
+    _sync_due_dates(args.course)
+    before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(args.course)}
     try:
         summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
-                        progress=not args.quiet)
+                        progress=not args.quiet, force=args.force)
     except EngineError as exc:
         raise CliError(str(exc)) from None
+    late.apply(args.course)
     _print(describe_summary(summary))
+    if args.force:
+        _print_regrades(before, gradinglog.read_all(args.course), args)
     _print()
     cmd_gradebook(args)
     failed = int(getattr(summary, "failed", 0) or 0)
@@ -166,6 +293,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
               "again to retry them", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _print_regrades(before: dict, after: list, args: argparse.Namespace) -> None:
+    """What a forced regrade changed, notebook by notebook (the earlier logs stay in the grading log's history)."""
+    rows = []
+    for lg in after:
+        if (args.student and lg.student != args.student) or (args.assignment and lg.assignment != args.assignment):
+            continue
+        old = before.get((lg.student, lg.assignment, lg.notebook))
+        was = f"{old.score:g}/{old.max_score:g} ({old.graded_at})" if old else "-"
+        rows.append([lg.student, lg.notebook, was, f"{lg.score:g}/{lg.max_score:g}",
+                     "same" if old and old.score == lg.score else "changed" if old else "new"])
+    if rows:
+        _print()
+        _print(table(["student", "notebook", "was", "now", ""], rows,
+                     title="regraded (earlier gradings kept under \"history\" in grading_log.json)"))
 
 
 def describe_summary(summary: object) -> str:
@@ -197,18 +340,43 @@ def _load_graded(course_dir: Path):  # -> grades.Class
 
 
 def cmd_gradebook(args: argparse.Namespace) -> int:
-    """The gradebook: student x assignment totals."""
+    """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
+    from autograder.collect import Manifest
+
     cls = _load_graded(args.course)
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
+    _, unplaced = Manifest.read(args.course)
+    why_missing = {}
+    for u in unplaced:
+        if u.student:
+            why_missing.setdefault(u.student, u.reason)
     rows = []
     for student in sorted(cls.students):
         mine = [totals[student, a] for a in assignments]
-        cells = ["-" if t.status == "missing" else f"{t.score:g}" + ("*" if t.status == "ungraded" else "") for t in mine]
-        rows.append([student, *cells, f"{sum(t.score for t in mine):g}"])
-    headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}"]
+        cells = [_gradebook_cell(t) for t in mine]
+        note = why_missing.get(student, "") if any(t.status == "missing" for t in mine) else ""
+        rows.append([student, *cells, f"{sum(t.score for t in mine):g}", note])
+    headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}", "note"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
-                                      "* = some cells not scored)"))
+                                      "* = some cells not scored yet (manual grading), L = late)"))
+    late_rows = [[t.student, t.assignment, t.lateness.describe(), f"{t.raw_score:g}", f"-{t.penalty:g}", f"{t.score:g}"]
+                 for (_, a), t in sorted(totals.items()) if t.lateness and t.lateness.late]
+    if late_rows:
+        _print()
+        _print(table(["student", "chapter", "lateness", "raw", "penalty", "final"], late_rows,
+                     title=f"late work (policy: {cls.late_policy.describe()})"))
+    if unplaced:
+        _print()
+        _print(table(["student", "file", "why it was not placed"],
+                     [[u.student or "?", u.origin, u.reason] for u in unplaced],
+                     title=f"{len(unplaced)} file(s) collected but not placed (kept in {Manifest.path(args.course)})"))
     return 0
+
+
+def _gradebook_cell(t) -> str:
+    if t.status == "missing":
+        return "-"
+    return f"{t.score:g}" + ("*" if t.status == "ungraded" else "") + ("L" if t.lateness and t.lateness.late else "")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -257,19 +425,85 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Summary table per chapter and plots in course/report/."""
+    """Summary per chapter, where the class lost points (per graded cell and per hidden check, with the most
+    common failure messages), and plots in course/report/."""
     from autograder import gradinglog, report
 
     cls = _load_graded(args.course)
     logs = gradinglog.read_all(args.course)
-    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions)"))
-    counts = report.failed_checks(logs)
-    if counts:
+    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions, "
+                                                                             "final scores)"))
+    cells, checks = report.failures(cls, logs, args.course)
+    rows = [[c.assignment, c.grade_id, c.points, c.graded, c.failed, c.how.get("hidden check", 0),
+             c.how.get("visible test or error", 0), c.how.get("stopped or not run", 0) + c.how.get("notebook not run", 0)]
+            for c in cells if c.graded]
+    _print()
+    _print(table(["chapter", "graded cell", "points", "graded", "lost points", "hidden check", "visible test/error",
+                  "stopped/not run"], rows, title="where points were lost, per graded cell (submissions)"))
+    messages = [[c.grade_id, n, m] for c in cells for m, n in c.messages.most_common(3)]
+    if messages:
         _print()
-        _print(table(["hidden check", "submissions failing it"], counts.most_common(10),
-                     title="hidden checks failed most often"))
-    paths = report.plot_all(cls, logs, args.course / "report")
+        _print(table(["graded cell", "submissions", "failure message (numbers as #)"], messages,
+                     title="most common failure messages (up to 3 per cell)"))
+    if checks:
+        _print()
+        _print(table(["hidden check", "cell", "graded", "failed", "check failed", "cell failed before it"],
+                     [[c.name, c.grade_id, c.graded, c.failed, c.failed_check, c.failed_before]
+                      for c in checks if c.graded][:20], title="hidden checks failed most often (submissions)"))
+    paths = report.plot_all(cls, logs, args.course / "report", args.course)
     _print(f"\nplots: {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def cmd_manual(args: argparse.Namespace) -> int:
+    """Manually graded answers: export them (a page per question, a CSV to fill), or import the scores."""
+    from autograder import late, manual
+
+    _require_course(args.course)
+    if args.action == "export":
+        if args.assignment and args.assignment not in _assignments(args.course):
+            raise CliError(f"no assignment {args.assignment!r} in this course")
+        qs = manual.questions(args.course, args.assignment)
+        if not qs:
+            _print("no manually graded cells in this course: nothing to export")
+            return 0
+        out = Path(args.output) if args.output else args.course / "manual"
+        path, pages, n = manual.export(args.course, out, args.assignment)
+        rows = [[q.assignment, q.grade_id, f"{q.points:g}", str(p)] for q, p in zip(qs, pages)]
+        _print(table(["chapter", "question", "points", "answers (HTML)"], rows,
+                     title=f"{n} answer(s) to {len(qs)} question(s)"))
+        _print(f"fill in the score and comment columns of {path}, then: autograder manual import {path}")
+        return 0
+    if not args.file:
+        raise CliError("manual import needs the CSV file: autograder manual import manual_grades.csv")
+    try:
+        rows = manual.import_scores(args.course, Path(args.file))
+    except manual.ManualError as exc:
+        raise CliError(str(exc)) from None
+    late.apply(args.course)  # a penalty depends on the raw score
+    scored = sum(1 for r in rows if r.score is not None)
+    _print(f"imported {scored} score(s) and {sum(1 for r in rows if r.comment)} comment(s) from {args.file} "
+           "into the gradebook (nbgrader's formgrader shows the same)")
+    return 0
+
+
+def cmd_similarity(args: argparse.Namespace) -> int:
+    """Rank every pair of students per assignment by the uncommon code they share; an HTML report."""
+    from autograder import similarity
+
+    _require_course(args.course)
+    if args.assignment and args.assignment not in _assignments(args.course):
+        raise CliError(f"no assignment {args.assignment!r} in this course")
+    if not (args.course / "release").is_dir():
+        raise CliError(f"no release in {args.course}: run `autograder release` first")
+    if not 0 < args.common <= 1:
+        raise CliError("--common must be a fraction between 0 and 1")
+    pairs, counts, path = similarity.run(args.course, args.assignment, args.common)
+    rows = [[a, k, p.a, p.b, p.shared, f"{p.similarity[0]:.0%}", f"{p.similarity[1]:.0%}"]
+            for a, ps in pairs.items() for k, p in enumerate(ps[: args.top], start=1)]
+    _print(table(["chapter", "rank", "student", "student", "shared", "of first", "of second"], rows,
+                 title="most similar pairs (own code only: the release's code and code most students share left out)"))
+    _print(f"\nreport with the code side by side: {path}")
     return 0
 
 
@@ -307,6 +541,9 @@ def parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--zip", type=Path, help="write a Canvas-style zip (default ./example_class.zip)")
     where.add_argument("--to", type=Path, help="write the files into this folder instead")
+    p.add_argument("--add-prose-question", action="store_true",
+                   help="first add a manually graded prose question to the course's first chapter (source and "
+                        "release), for the class to answer, until the chapters have such cells")
 
     p = add("collect", cmd_collect, "place submissions (a folder in nbgrader's layout, or an LMS zip) in the course")
     p.add_argument("sources", nargs="+", type=Path, metavar="SRC")
@@ -315,7 +552,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--student", help="only this student")
     p.add_argument("--assignment", help="only this assignment (e.g. ch1)")
     p.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again what is selected, even if graded (e.g. --student ada --assignment ch1); "
+                        "earlier gradings stay in the grading log's history")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = add("deadlines", cmd_deadlines, "show or set due dates and the late policy")
+    p.add_argument("--due", action="append", metavar="[CHAPTER=]DATE",
+                   help="due date, e.g. ch1='2025-01-31 23:00' (all chapters without CHAPTER=; 'none' removes it)")
+    p.add_argument("--timezone", help="zone of due dates and LMS zip times without an offset (e.g. Europe/Zurich)")
+    p.add_argument("--late", choices=["none", "per-day"], help="late policy: none (marked only) or per-day")
+    p.add_argument("--per-day", help="points lost per started day late, e.g. 10%%")
+    p.add_argument("--cap", help="the most lateness costs, e.g. 50%%")
+    p.add_argument("--grace", type=float, metavar="MINUTES", help="this late still counts as on time")
 
     p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
     p.add_argument("--student", help="only this student")
@@ -327,6 +576,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="store_true", help="one row per student, notebook and graded cell (csv)")
     p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
+
+    p = add("manual", cmd_manual, "manually graded answers: export pages and a CSV to fill, import the scores")
+    p.add_argument("action", choices=["export", "import"])
+    p.add_argument("file", nargs="?", help="import: the filled CSV")
+    p.add_argument("--assignment", help="export: only this assignment")
+    p.add_argument("-o", "--output", help="export: folder for the pages and the CSV (default COURSE/manual)")
+
+    p = add("similarity", cmd_similarity, "rank pairs of students by the code they share (HTML report)")
+    p.add_argument("--assignment", help="only this assignment")
+    p.add_argument("--top", type=int, default=5, help="pairs printed per assignment (default 5; the report has 20)")
+    p.add_argument("--common", type=float, default=0.25,
+                   help="code found in more than this fraction of submissions is common, not compared (default 0.25)")
 
     add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
     add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")
@@ -349,13 +610,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.fn(args)
     except (CliError, course.CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
         first, _, details = str(exc).partition("\n")
-        print(f"autograder {args.command}: error: {first}", file=sys.stderr)
+        print(f"autograder {args.command}: error: {printable(first)}", file=sys.stderr)
         if details.strip():
-            print(details.rstrip(), file=sys.stderr)
+            print(printable(details.rstrip(), newlines=True), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"autograder {args.command}: interrupted (grading resumes where it stopped)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `autograder gradebook | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,18 +1,52 @@
 """The course's configuration: nbgrader_config.py, read here and only here.
 
-Every component (release, grading engine, gradebook readers) takes what it needs from one
-`CourseConfig`; `traitlets()` gives nbgrader's own API the same file's full configuration.
+Every component (release, grading engine, gradebook readers, late policy) takes what it
+needs from one `CourseConfig`; `traitlets()` gives nbgrader's own API the same file's full
+configuration.
+
+Besides nbgrader's own sections the file holds the course's policy block, which
+`autograder release` keeps when it writes the file again and `autograder deadlines` edits:
+
+    c.Deadlines.timezone = "Europe/Zurich"       # due dates and LMS zip times without an offset
+    c.Deadlines.due = {"ch1": "2025-01-31 23:00", "ch2": "2025-02-07 23:00"}
+    c.LatePolicy.kind = "per_day"                # "none": late work is marked, never penalised
+    c.LatePolicy.per_day = 0.1                   # fraction of a notebook's points per started day late
+    c.LatePolicy.cap = 0.5                       # the most lateness costs, as a fraction of the points
+    c.LatePolicy.grace_minutes = 15              # this late still counts as on time
+
+(nbgrader ignores sections of classes it does not have.)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CONFIG_NAME = "nbgrader_config.py"
+POLICY_MARKER = "# ---- course policy: due dates and late work (autograder release keeps this block) ----"
+LATE_KINDS = ("none", "per_day")
 
 
 class ConfigError(RuntimeError):
-    """No course at that directory (a user-facing sentence)."""
+    """No course at that directory, or a setting that cannot be used (a user-facing sentence)."""
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    """How late work is charged: nothing, or a fraction of the points per started day, capped; a grace period."""
+
+    kind: str = "none"
+    per_day: float = 0.0
+    cap: float = 1.0
+    grace: dt.timedelta = dt.timedelta(0)
+
+    def describe(self) -> str:
+        """The policy in one sentence."""
+        grace = f"; {_minutes(self.grace)} grace" if self.grace else ""
+        if self.kind == "none":
+            return f"late work is marked, not penalised{grace}"
+        return (f"{self.per_day:.0%} of the points per started day late, at most {self.cap:.0%}{grace}")
 
 
 @dataclass(frozen=True)
@@ -24,6 +58,9 @@ class CourseConfig:
     course_id: str
     ignore_pattern: str | None  # stderr lines nbgrader's IgnorePattern drops before scoring
     cell_timeout: float | None
+    timezone: dt.tzinfo = dt.UTC
+    due: dict[str, dt.datetime] = field(default_factory=dict)  # assignment -> due date (aware, UTC)
+    late: LatePolicy = LatePolicy()
 
 
 def traitlets(course_dir: Path):  # -> traitlets.config.Config
@@ -37,7 +74,7 @@ def traitlets(course_dir: Path):  # -> traitlets.config.Config
 
 
 def load(course_dir: Path) -> CourseConfig:
-    """The course's configuration (ConfigError if there is no course there)."""
+    """The course's configuration (ConfigError if there is no course there or a policy value is wrong)."""
     course_dir = Path(course_dir).resolve()
     c = traitlets(course_dir)
     cd = c.get("CourseDirectory", {})
@@ -45,5 +82,94 @@ def load(course_dir: Path) -> CourseConfig:
     ip = c.get("IgnorePattern", {})
     ignore = ip.get("pattern") if ip.get("enabled") and ip.get("pattern") else None
     timeout = c.get("Execute", {}).get("timeout") or c.get("ExecutePreprocessor", {}).get("timeout")
+    deadlines, late = c.get("Deadlines", {}), c.get("LatePolicy", {})
+    tz = timezone(str(deadlines.get("timezone") or "UTC"))
+    due_raw = deadlines.get("due") or {}
+    if not isinstance(due_raw, dict):
+        raise ConfigError("c.Deadlines.due must be a dict such as {'ch1': '2025-01-31 23:00'}")
+    due = {str(a): parse_time(str(when), tz, f"the due date of {a}") for a, when in due_raw.items()}
     return CourseConfig(course_dir, str(db_url), str(cd.get("course_id") or "default_course"),
-                        ignore, float(timeout) if isinstance(timeout, (int, float)) else None)
+                        ignore, float(timeout) if isinstance(timeout, (int, float)) else None,
+                        tz, due, late_policy(late))
+
+
+def late_policy(section) -> LatePolicy:
+    """The LatePolicy of a `c.LatePolicy` config section, checked."""
+    kind = str(section.get("kind") or "none")
+    if kind not in LATE_KINDS:
+        raise ConfigError(f"c.LatePolicy.kind must be one of {', '.join(LATE_KINDS)}, not {kind!r}")
+    values = {}
+    for name, default in (("per_day", 0.0), ("cap", 1.0), ("grace_minutes", 0.0)):
+        value = section.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                or (name != "grace_minutes" and value > 1):
+            limits = "a number of minutes >= 0" if name == "grace_minutes" else "a fraction between 0 and 1"
+            raise ConfigError(f"c.LatePolicy.{name} must be {limits}, not {value!r}")
+        values[name] = float(value)
+    return LatePolicy(kind, values["per_day"], values["cap"], dt.timedelta(minutes=values["grace_minutes"]))
+
+
+def timezone(name: str) -> dt.tzinfo:
+    """A tz database zone by name ('UTC', 'Europe/Zurich'); ConfigError for an unknown one."""
+    if name.upper() == "UTC":
+        return dt.UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"unknown time zone {name!r} (c.Deadlines.timezone): use a name such as "
+                          "'UTC' or 'Europe/Zurich'") from None
+
+
+def parse_time(text: str, tz: dt.tzinfo, what: str = "a time") -> dt.datetime:
+    """An ISO 8601 date and time ('2025-01-31 23:00', '2025-01-31T23:00+01:00'), in `tz` when it gives no
+    offset, as an aware UTC datetime; ConfigError naming `what` if it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"{what} is not a date and time such as '2025-01-31 23:00': {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=tz)
+    return when.astimezone(dt.UTC)
+
+
+def policy_block(timezone_name: str, due: dict[str, str], late: LatePolicy) -> str:
+    """The policy block of nbgrader_config.py for these settings."""
+    return "\n".join([
+        POLICY_MARKER,
+        f"c.Deadlines.timezone = {timezone_name!r}",
+        f"c.Deadlines.due = {dict(sorted(due.items(), key=lambda kv: _assignment_order(kv[0])))!r}",
+        f"c.LatePolicy.kind = {late.kind!r}",
+        f"c.LatePolicy.per_day = {late.per_day!r}",
+        f"c.LatePolicy.cap = {late.cap!r}",
+        f"c.LatePolicy.grace_minutes = {late.grace.total_seconds() / 60:g}",
+        "",
+    ])
+
+
+def read_policy_block(course_dir: Path) -> str | None:
+    """The policy block of the course's nbgrader_config.py, if it has one."""
+    path = Path(course_dir) / CONFIG_NAME
+    text = path.read_text() if path.is_file() else ""
+    at = text.find(POLICY_MARKER)
+    return text[at:] if at >= 0 else None
+
+
+def write_policy_block(course_dir: Path, block: str) -> None:
+    """Replace (or add) the policy block at the end of the course's nbgrader_config.py."""
+    path = Path(course_dir) / CONFIG_NAME
+    text = path.read_text()
+    at = text.find(POLICY_MARKER)
+    head = (text[:at] if at >= 0 else text).rstrip("\n") + "\n\n"
+    path.write_text(head + block)
+
+
+def _assignment_order(name: str) -> tuple:
+    m = re.fullmatch(r"ch(\d+)", name)
+    return (0, int(m[1]), "") if m else (1, 0, name)
+
+
+def _minutes(delta: dt.timedelta) -> str:
+    minutes = delta.total_seconds() / 60
+    return f"{minutes / 60:g} h" if minutes >= 120 and minutes % 60 == 0 else f"{minutes:g} min"

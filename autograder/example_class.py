@@ -4,9 +4,12 @@ Built deterministically (same bytes on every run) from each chapter's source not
 (the correct answers), its release (the empty stubs) and the wrong implementations in
 `solutions/mistakes` (partly correct work). The class exercises `collect` and `grade` the way
 a real one would: correct, partly correct, empty and half-finished work, a late
-re-submission whose earlier file must be dropped, a syntax error, a function that
-crashes, a notebook that kills its own kernel, a truncated file, a misnamed file and a
-file that is not a notebook.
+re-submission whose earlier file must be dropped (two days after `DEADLINE`: the late policy
+applies), a syntax error, a function that crashes, a notebook that kills its own kernel, a
+truncated file, a renamed notebook (placed by its content), a file that is not a notebook,
+and two students whose code is one's copied by the other with the names changed (the
+similarity report ranks them first). Every manually graded cell gets a prose answer
+(`PROSE`); `add_prose_question` gives a course one such cell until the chapters have some.
 """
 from __future__ import annotations
 
@@ -123,10 +126,76 @@ class Materials:
         cell.source += "\nscale = (1.0 +"
         return nb
 
+    def with_own_style(self, copied: bool = False) -> nbformat.NotebookNode:
+        """The correct notebook written in one student's own style: a helper of hers at the top of the first solution
+        cell with a function, called at the start of every solution function. `copied`: the same code with every
+        name, comment and docstring changed, as a student who copied it would disguise it."""
+        nb = self.correct()
+        helper_done = False
+        for cell in nb.cells:
+            if not cell.metadata.get("nbgrader", {}).get("solution") or cell.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                continue
+            fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+            lines = cell.source.splitlines()
+            for fn in reversed(fns):
+                body = fn.body[1:] if len(fn.body) > 1 and _is_docstring(fn.body[0]) else fn.body
+                first = body[0]
+                args = [a.arg for a in fn.args.args]
+                call = f"_check_inputs({', '.join(f'{a}={a}' for a in args)})"
+                lines.insert(first.lineno - 1, " " * first.col_offset + call)
+            if fns and not helper_done:
+                lines[:0] = OWN_HELPER.splitlines() + [""]
+                helper_done = True
+            cell.source = "\n".join(lines)
+        if copied:
+            for cell in nb.cells:
+                if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+                    cell.source = _disguise(cell.source)
+        return nb
+
     def half_done(self) -> nbformat.NotebookNode:
         """The first half of the solution cells answered, the rest untouched."""
         ids = self.solution_ids()
         return self.correct(set(ids[: max(1, len(ids) // 2)]))
+
+
+OWN_HELPER = '''def _check_inputs(**tensors_by_name):
+    """My habit: look at every input before computing, and say which one is empty."""
+    found_shapes = {}
+    for arg_label, arg_value in tensors_by_name.items():
+        arg_shape = tuple(getattr(arg_value, "shape", ()))
+        found_shapes[arg_label] = arg_shape
+        if 0 in arg_shape:
+            raise ValueError(f"{arg_label} is empty: its shape is {arg_shape}")
+    return found_shapes'''
+# How a copier renames the helper's names (name tokens only: strings and attributes stay).
+DISGUISE = {"_check_inputs": "validate", "tensors_by_name": "arrays", "found_shapes": "dims", "arg_label": "key",
+            "arg_value": "arr", "arg_shape": "size"}
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _disguise(source: str) -> str:
+    """`source` with the helper's names replaced (as tokens) and its docstring and message reworded."""
+    import io
+    import tokenize
+
+    out, last = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and tok.string in DISGUISE and not (last and last.string == "."):
+            tok = tok._replace(string=DISGUISE[tok.string])
+        out.append(tok)
+        last = tok
+    source = tokenize.untokenize(out)
+    return (source.replace("My habit: look at every input before computing, and say which one is empty.",
+                           "Validate the arguments first.")
+                  .replace('f"{arg_label} is empty: its shape is {arg_shape}"', 'f"{key} has a zero dimension: {size}"'))
 
 
 PROFILES: list[Profile] = [
@@ -147,7 +216,52 @@ PROFILES: list[Profile] = [
     Profile("ken", "uploaded a .py export instead of the notebook", True,
             lambda m: "\n\n".join(c.source for c in m.correct().cells if c.cell_type == "code").encode(),
             filename=lambda ch: f"{ch.notebook}.py"),
+    Profile("hedy", "correct, in her own style (a helper of her own)", True, lambda m: m.with_own_style()),
+    Profile("tim", "copied hedy's notebook, names and comments changed", True,
+            lambda m: m.with_own_style(copied=True)),
 ]
+
+# Prose answers to manually graded cells (the rest answer with the model answer; the untouched release none).
+PROSE = {
+    "alan": "The attention weights, because they are big.",
+    "barbara": "The sums: a layer costs L*T with serial sums and L*(log T + log J) with a tree, so the *reductions*\n"
+               "set the time, not the number of positions.",
+    "donald": "I did not get to this one.",
+}
+PROSE_PROMPT = ("### In your own words\n\nIn two or three sentences: which step of this chapter's computation sets "
+                "its parallel time, and why? (Graded by hand.)")
+PROSE_ANSWER = ("The reductions: every sum (in a matrix product or in the softmax) has to combine many terms, which "
+                "takes time growing with the number of terms (logarithmically with a tree of additions), while the "
+                "elementwise steps take constant time however many positions there are.")
+PROSE_ID = "prose_parallel_time"
+
+
+def add_prose_question(course_dir: Path, assignment: str, points: float = 2.0) -> bool:
+    """Add a manually graded prose question (markdown prompt and answer cell, nbgrader "manual") at the end of the
+    course's source notebook of `assignment` and release it again; False if it already has a manual cell. For the
+    example class, until the chapters have prose questions of their own."""
+    path = next((Path(course_dir) / "source" / assignment).glob("*.ipynb"))
+    nb = nbformat.read(path, as_version=4)
+    if any(cells.is_manual(c) for c in nb.cells):
+        return False
+    meta = {"nbgrader": {"grade": True, "grade_id": PROSE_ID, "locked": False, "points": points, "schema_version": 3,
+                         "solution": True, "task": False}}
+    prompt = {"nbgrader": {"grade": False, "grade_id": f"{PROSE_ID}_prompt", "locked": True, "schema_version": 3,
+                           "solution": False, "task": False}}
+    nb.cells += [nbformat.v4.new_markdown_cell(PROSE_PROMPT, metadata=prompt, id=f"{PROSE_ID}_prompt"),
+                 nbformat.v4.new_markdown_cell(PROSE_ANSWER, metadata=meta, id=PROSE_ID)]
+    nbformat.write(nb, path)
+    course.release(course_dir, [assignment])
+    return True
+
+
+def _answer_prose(nb: nbformat.NotebookNode, student: str) -> nbformat.NotebookNode:
+    """`nb` with the student's prose answer in every manually graded cell they answered."""
+    if student in PROSE:
+        for cell in nb.cells:
+            if cells.is_manual(cell) and cell.cell_type == "markdown":
+                cell.source = PROSE[student]
+    return nb
 
 
 def materials(chapters: list[Chapter], release_dir: Path | None = None) -> list[Materials]:
@@ -159,7 +273,8 @@ def materials(chapters: list[Chapter], release_dir: Path | None = None) -> list[
             return materials(chapters, Path(tmp) / "release")
     out = []
     for ch in chapters:
-        source = course.source_notebook(ch)
+        course_source = Path(release_dir).parent / "source" / ch.assignment / f"{ch.notebook}.ipynb"
+        source = nbformat.read(course_source, as_version=4) if course_source.exists() else course.source_notebook(ch)
         release = nbformat.read(Path(release_dir) / ch.assignment / f"{ch.notebook}.ipynb", as_version=4)
         out.append(Materials(ch, source, release, _wrong(ch.assignment)))
     return out
@@ -183,6 +298,8 @@ def build(chapters: list[Chapter] | None = None, release_dir: Path | None = None
             made = profile.make(m)
             if made is None:
                 continue
+            if not isinstance(made, bytes):
+                made = _answer_prose(made, profile.student)
             data = made if isinstance(made, bytes) else nbformat.writes(made).encode()
             when = DEADLINE + (dt.timedelta(days=2) if profile.late else -dt.timedelta(hours=len(PROFILES) - s))
             attachment = 50_000 + 1_000 * k + 10 * s
@@ -224,3 +341,30 @@ def write_dir(submissions: list[Submission], path: Path) -> Path:
 def roster() -> list[tuple[str, int, str]]:
     """(student, LMS user id, what they did) for the class."""
     return [(p.student, 1_001 + s, p.kind) for s, p in enumerate(PROFILES)]
+
+
+def grade_prose(csv_in: Path, csv_out: Path) -> int:
+    """The example class's instructor: fill the manual-grading CSV (full points for an answer that names the sums or
+    reductions, half for another answer, a comment each); returns the rows scored."""
+    import csv
+
+    from autograder.export import neutral, unquote
+
+    with Path(csv_in).open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames or [], list(reader)
+    scored = 0
+    for row in rows:
+        if row["responded"] != "yes" or row["score"]:
+            continue
+        answer, points = unquote(row["answer"]).lower(), float(row["max_score"])
+        good = "reduction" in answer or "sum" in answer
+        row["score"] = f"{points if good else points / 2:g}"
+        row["comment"] = ("Right: the reductions set the time." if good else
+                          "Which operation has to wait for many inputs? Look at the sums.")
+        scored += 1
+    with Path(csv_out).open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows([[neutral(unquote(r.get(c) or "")) for c in header] for r in rows])
+    return scored

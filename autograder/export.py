@@ -1,5 +1,8 @@
 """Grades out of the gradebook: a plain CSV, per-cell CSV, or a CSV Canvas's gradebook imports.
 
+Scores are final (the raw score less the late penalty); every file shows lateness, the
+penalty and the raw score beside the final one.
+
 Canvas's importer (canvas-lms lib/gradebook_importer.rb) needs a header whose first
 column contains "Student" and second "ID", with the student-information columns ending
 in "Section": `Student, ID, Section` or `Student, ID, SIS User ID, SIS Login ID, Section`
@@ -7,7 +10,13 @@ in "Section": `Student, ID, Section` or `Student, ID, SIS User ID, SIS Login ID,
 finds a student by the Canvas user id in `ID`, then by SIS ids, then by name; an
 assignment column is `Title (canvas id)` or a title it matches or creates. A row whose
 first cell contains "Points Possible" gives the assignments' points; a blank score
-leaves Canvas's grade unchanged.
+leaves Canvas's grade unchanged. A column whose "Points Possible" cell says "read only"
+is dropped by the importer (`readonly_assignment?`, as for the totals Canvas's own export
+marks so): the raw scores, penalties and lateness go in such columns, for the reader.
+
+Every cell that a spreadsheet could take for a formula (starting with `=`, `+`, `-`, `@`,
+a tab or a carriage return: names, comments, answers) is written with a leading `'`
+(OWASP's advice for CSV injection); `unquote` undoes it when a CSV comes back.
 """
 from __future__ import annotations
 
@@ -17,38 +26,83 @@ from pathlib import Path
 from autograder.grades import Class
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+READ_ONLY = "(read only)"
 
 
 def _num(x: float) -> str:
     return f"{round(x, 2):g}"
 
 
+def neutral(value: object) -> str:
+    """A CSV cell no spreadsheet runs as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def unquote(text: str) -> str:
+    """The inverse of `neutral` for a cell read back."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+
+
 def write_totals(cls: Class, path: Path) -> int:
-    """One row per student and notebook: totals and status; returns the row count."""
-    rows = [[t.student, t.assignment, t.notebook, _num(t.score) if t.status != "missing" else "",
-             _num(t.max_score), t.status] for t in cls.totals()]
-    return _write(path, ["student_id", "assignment", "notebook", "score", "max_score", "status"], rows)
+    """One row per student and notebook: final score, raw score, late penalty, lateness, status."""
+    rows = []
+    for t in cls.totals():
+        info = cls.submitted.get((t.student, t.assignment))
+        missing = t.status == "missing"
+        late = info.lateness if info and not missing else None
+        rows.append([t.student, t.assignment, t.notebook,
+                     "" if missing else _num(t.score), _num(t.max_score), t.status,
+                     "" if missing else _num(t.raw_score), "" if missing else _num(t.penalty),
+                     _stamp(info.due if info else cls_due(cls, t.assignment)),
+                     _stamp(info.timestamp) if info and not missing else "",
+                     "" if late is None else ("yes" if late.late else "no"),
+                     "" if late is None or late.seconds is None or late.seconds <= 0 else f"{late.seconds / 86400:.2f}"])
+    return _write(path, ["student_id", "assignment", "notebook", "score", "max_score", "status", "raw_score",
+                         "late_penalty", "due", "submitted_at", "late", "days_late"], rows)
+
+
+def cls_due(cls: Class, assignment: str):
+    """The due date of `assignment` as the gradebook has it (from any submission), else None."""
+    return next((info.due for (_, a), info in cls.submitted.items() if a == assignment), None)
 
 
 def write_cells(cls: Class, path: Path) -> int:
-    """One row per student, notebook and graded cell."""
+    """One row per student, notebook and graded cell (the instructor's comment on a manually graded one)."""
     rows = [[c.student, c.assignment, c.notebook, c.grade_id, "" if c.score is None else _num(c.score),
-             _num(c.max_score)] for c in cls.cells]
-    return _write(path, ["student_id", "assignment", "notebook", "grade_id", "score", "max_score"], rows)
+             _num(c.max_score), "manual" if c.manual else "auto" if c.score is not None else "", c.comment or ""]
+            for c in cls.cells]
+    return _write(path, ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
+                         "comment"], rows)
 
 
 def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = None) -> int:
-    """Canvas gradebook import: one row per student, one column per assignment (blank = missing)."""
+    """Canvas gradebook import: one row per student, a column per assignment (final score; blank = missing),
+    and read-only columns with the raw score, late penalty and lateness of every assignment with late work."""
     canvas_ids = canvas_ids or {}
     assignments, max_by_assignment, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
+    with_late = [a for a in assignments if any(t.lateness and t.lateness.late for (_, b), t in totals.items() if b == a)]
     header = CANVAS_STUDENT_COLUMNS + [f"{a} ({canvas_ids[a]})" if a in canvas_ids else a for a in assignments]
-    rows = [["    Points Possible", "", "", "", ""] + [_num(max_by_assignment[a]) for a in assignments]]
+    header += [f"{a} {what}" for a in with_late for what in ("raw score", "late penalty", "lateness")]
+    points = ["    Points Possible", "", "", "", ""] + [_num(max_by_assignment[a]) for a in assignments]
+    rows = [points + [READ_ONLY] * (3 * len(with_late))]
     for student in sorted(cls.students):
         info = cls.students[student]
         name = ", ".join(x for x in (info.get("last_name"), info.get("first_name")) if x) or student
         scores = ["" if totals[student, a].status == "missing" else _num(totals[student, a].score) for a in assignments]
-        rows.append([name, info.get("lms_user_id") or "", "", "", ""] + scores)
+        extra = []
+        for a in with_late:
+            t = totals[student, a]
+            missing = t.status == "missing"
+            extra += ["" if missing else _num(t.raw_score), "" if missing else _num(t.penalty),
+                      t.lateness.describe() if t.lateness and not missing else ""]
+        rows.append([name, info.get("lms_user_id") or "", "", "", ""] + scores + extra)
     return _write(path, header, rows) - 1
+
+
+def _stamp(when) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else ""
 
 
 def _write(path: Path, header: list[str], rows: list[list]) -> int:
@@ -56,6 +110,6 @@ def _write(path: Path, header: list[str], rows: list[list]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerow([neutral(h) for h in header])
+        writer.writerows([[neutral(x) for x in row] for row in rows])
     return len(rows)

@@ -5,6 +5,7 @@ Everything the instructor's reports, exports and feedback show comes from here.
 """
 from __future__ import annotations
 
+import datetime as dt
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import config, course
+from autograder.config import LatePolicy
+from autograder.late import Lateness, as_utc, lateness
 
 
 class ResultsError(RuntimeError):
@@ -28,11 +31,24 @@ class CellGrade:
     grade_id: str
     score: float | None  # None: not scored (needs a manual grade)
     max_score: float
+    manual: bool = False  # the score is the instructor's (manual_score)
+    comment: str | None = None  # the instructor's comment (manual_comment)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """When one student's assignment was submitted and how late, from the gradebook and collect's record."""
+
+    timestamp: dt.datetime | None  # aware, UTC
+    due: dt.datetime | None  # aware, UTC
+    lateness: Lateness
+    penalties: dict[str, float]  # notebook -> late_submission_penalty (points)
 
 
 @dataclass
 class NotebookTotal:
-    """One student's total on one notebook; status 'graded', 'ungraded' or 'missing'."""
+    """One student's total on one notebook; status 'graded', 'ungraded' or 'missing'. `score` is the final
+    score (raw score less the late penalty), `raw_score` what the cells scored."""
 
     student: str
     assignment: str
@@ -40,18 +56,23 @@ class NotebookTotal:
     score: float
     max_score: float
     status: str
+    raw_score: float = 0.0
+    penalty: float = 0.0
 
 
 @dataclass(frozen=True)
 class AssignmentTotal:
     """One student's total on one assignment (all its notebooks): 'graded', 'ungraded' (some cell not
-    scored yet) or 'missing' (nothing submitted)."""
+    scored yet) or 'missing' (nothing submitted). `score` is final, `raw_score` before the late penalty."""
 
     student: str
     assignment: str
     score: float
     max_score: float
     status: str
+    raw_score: float = 0.0
+    penalty: float = 0.0
+    lateness: Lateness | None = None
 
 
 @dataclass
@@ -62,6 +83,8 @@ class Class:
     cell_max: dict[tuple[str, str], dict[str, float]]  # (assignment, notebook) -> {grade_id: points}
     students: dict[str, dict]  # id -> {first_name, last_name, lms_user_id}
     cells: list[CellGrade] = field(default_factory=list)
+    submitted: dict[tuple[str, str], Submitted] = field(default_factory=dict)  # (student, assignment) ->
+    late_policy: LatePolicy = LatePolicy()
 
     def totals(self) -> list[NotebookTotal]:
         """A total for every student and notebook, graded or not."""
@@ -76,8 +99,10 @@ class Class:
                     out.append(NotebookTotal(student, assignment, notebook, 0.0, max_score, "missing"))
                     continue
                 status = "graded" if all(c.score is not None for c in cells) else "ungraded"
-                out.append(NotebookTotal(student, assignment, notebook, sum(c.score or 0.0 for c in cells),
-                                         max_score, status))
+                raw = sum(c.score or 0.0 for c in cells)
+                info = self.submitted.get((student, assignment))
+                penalty = min(raw, info.penalties.get(notebook, 0.0)) if info else 0.0
+                out.append(NotebookTotal(student, assignment, notebook, raw - penalty, max_score, status, raw, penalty))
         return out
 
     def assignments(self) -> list[str]:
@@ -100,8 +125,12 @@ class Class:
         for (student, assignment), ts in parts.items():
             submitted = [t for t in ts if t.status != "missing"]
             status = "missing" if not submitted else "ungraded" if any(t.status == "ungraded" for t in ts) else "graded"
+            info = self.submitted.get((student, assignment))
             out[student, assignment] = AssignmentTotal(student, assignment, sum(t.score for t in submitted),
-                                                       sum(t.max_score for t in ts), status)
+                                                       sum(t.max_score for t in ts), status,
+                                                       sum(t.raw_score for t in submitted),
+                                                       sum(t.penalty for t in submitted),
+                                                       info.lateness if info and submitted else None)
         return out
 
     def graded(self) -> bool:
@@ -127,9 +156,13 @@ def gradebook(course_dir: Path) -> Iterator:  # -> nbgrader.api.Gradebook
 
 
 def load(course_dir: Path) -> Class:
-    """Every notebook, student and graded cell of the course's gradebook (one query each)."""
-    from nbgrader.api import Assignment, Grade, GradeCell, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+    """Every notebook, student, graded cell and submission of the course's gradebook (a few queries)."""
+    from nbgrader.api import Assignment, Comment, Grade, GradeCell, Notebook, SolutionCell, Student, SubmittedAssignment, SubmittedNotebook
 
+    from autograder.collect import Manifest
+
+    cfg = config.load(course_dir)
+    records, _ = Manifest.read(course_dir)
     with gradebook(course_dir) as gb:
         assignments = sorted(gb.assignments, key=lambda a: _order(a.name))
         if not assignments:
@@ -138,10 +171,12 @@ def load(course_dir: Path) -> Class:
         cell_max = {(a.name, nb.name): _in_notebook_order(course_dir, a.name, nb.name,
                                                           {c.name: float(c.max_score) for c in nb.grade_cells})
                     for a in assignments for nb in a.notebooks}
+        due = {a.name: as_utc(a.duedate) for a in assignments}
         students = {s.id: {"first_name": s.first_name, "last_name": s.last_name, "lms_user_id": s.lms_user_id}
                     for s in gb.students}
         rows = (gb.db.query(Student.id, Assignment.name, Notebook.name, GradeCell.name, Grade.score,
-                            Grade.auto_score, Grade.manual_score, Grade.needs_manual_grade, GradeCell.max_score)
+                            Grade.auto_score, Grade.manual_score, Grade.needs_manual_grade, GradeCell.max_score,
+                            SubmittedNotebook.id, GradeCell.name)
                 .select_from(Grade)
                 .join(GradeCell, Grade.cell_id == GradeCell.id)
                 .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
@@ -150,12 +185,32 @@ def load(course_dir: Path) -> Class:
                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
                 .join(Student, SubmittedAssignment.student_id == Student.id)
                 .all())
-    cells = [CellGrade(student, a, nb, gid, None if auto is None and manual is None else float(score), float(mx))
-             for student, a, nb, gid, score, auto, manual, _needs, mx in rows]
+        comments = {(nb_id, name): text for nb_id, name, text in
+                    gb.db.query(Comment.notebook_id, SolutionCell.name, Comment.manual_comment)
+                    .join(SolutionCell, Comment.cell_id == SolutionCell.id)
+                    .filter(Comment.manual_comment.isnot(None)).all()}
+        subs = (gb.db.query(Student.id, Assignment.name, SubmittedAssignment.timestamp, Notebook.name,
+                            SubmittedNotebook.late_submission_penalty)
+                .select_from(SubmittedNotebook)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .all())
+    cells = [CellGrade(student, a, nb, gid, None if auto is None and manual is None else float(score), float(mx),
+                       manual is not None, comments.get((nb_id, name)) or None)
+             for student, a, nb, gid, score, auto, manual, _needs, mx, nb_id, name in rows]
     position = {(a, nb, gid): k for (a, nb), ids in cell_max.items() for k, gid in enumerate(ids)}
     cells.sort(key=lambda c: (c.student, _order(c.assignment), c.notebook,
                               position.get((c.assignment, c.notebook, c.grade_id), len(position)), c.grade_id))
-    return Class(notebooks, cell_max, students, cells)
+    submitted: dict[tuple[str, str], Submitted] = {}
+    for student, a, stamp, nb, pen in subs:
+        key = (student, a)
+        if key not in submitted:
+            lms_late = any(r.lms_late for k, r in records.items() if k.startswith(f"{student}/{a}/"))
+            submitted[key] = Submitted(as_utc(stamp), due.get(a), lateness(as_utc(stamp), due.get(a), lms_late, cfg.late), {})
+        submitted[key].penalties[nb] = float(pen or 0.0)
+    return Class(notebooks, cell_max, students, cells, submitted, cfg.late)
 
 
 def _in_notebook_order(course_dir: Path, assignment: str, notebook: str, points: dict[str, float]) -> dict[str, float]:

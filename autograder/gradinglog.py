@@ -1,8 +1,10 @@
 """The grading log: what the engine decided for each notebook, and why.
 
 `course/autograded/<student>/<assignment>/grading_log.json` holds one `NotebookLog` per
-notebook of that assignment. The engine writes it (one writer, atomically, before the
-notebook's grades are committed); reports, exports and feedback read it through `read_all`.
+notebook of that assignment, and under "history" every earlier log of each notebook, oldest
+first (a regrade keeps what was decided before). The engine writes it (one writer,
+atomically, before the notebook's grades are committed); reports, exports and feedback read
+the current logs through `read_all`, a notebook's earlier ones through `history`.
 Every field is typed here and nowhere else: the JSON is made by `asdict` and read back by
 `NotebookLog.from_dict`, which checks each value's type and never trusts a key it does not know.
 """
@@ -103,15 +105,33 @@ class NotebookLog:
 
 
 def write(folder: Path, log: NotebookLog) -> None:
-    """Replace `log.notebook`'s entry in folder/grading_log.json (atomically: write, then rename)."""
+    """Make `log` the current entry of `log.notebook` in folder/grading_log.json, the entry it replaces
+    going to the notebook's history (atomically: write, then rename)."""
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        entries = _read_file(folder / LOG_NAME)
+        entries, history = _read_whole(folder / LOG_NAME)
     except LogError:
-        entries = {}
+        entries, history = {}, {}
+    if log.notebook in entries:
+        history.setdefault(log.notebook, []).append(entries[log.notebook])
     entries[log.notebook] = log.to_dict()
-    whole = {"student": log.student, "assignment": log.assignment, "notebooks": entries}
+    whole = {"student": log.student, "assignment": log.assignment, "notebooks": entries, "history": history}
     atomic_write(folder / LOG_NAME, json.dumps(whole, indent=1).encode())
+
+
+def history(folder: Path, notebook: str) -> list[NotebookLog]:
+    """The earlier logs of `notebook` in folder/grading_log.json, oldest first (unreadable ones skipped)."""
+    try:
+        _, past = _read_whole(folder / LOG_NAME)
+    except LogError:
+        return []
+    out = []
+    for entry in past.get(notebook, []):
+        try:
+            out.append(NotebookLog.from_dict(entry))
+        except (LogError, TypeError):
+            continue
+    return out
 
 
 def read(folder: Path, notebook: str) -> NotebookLog | None:
@@ -144,15 +164,22 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    return _read_whole(path)[0]
+
+
+def _read_whole(path: Path) -> tuple[dict[str, Any], dict[str, list]]:
+    """(current entries by notebook, earlier entries by notebook) of a grading log file."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise LogError(f"{path} is not readable JSON ({exc})") from None
+        return {}, {}
+    except (OSError, ValueError, RecursionError) as exc:
+        raise LogError(f"{path} is not readable JSON ({str(exc)[:200]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("notebooks"), dict):
         raise LogError(f"{path} is not a grading log")
-    return data["notebooks"]
+    past = data.get("history")
+    past = {k: v for k, v in past.items() if isinstance(v, list)} if isinstance(past, dict) else {}
+    return data["notebooks"], past
 
 
 # ---------------------------------------------------------------- checking what is read

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from attnlab.grading import Outcome, run_trials
+from attnlab.grading import RECORD, Outcome, run_trials, split_record_request
 from attnlab.wire import Received
 from autograder.checks import CHECKS, AnswerCheck, FunctionCheck
-from autograder.checks.base import ValueCheck
+from autograder.checks.base import Check, EquationCheck, ValueCheck
 
 SEED_ENV = "ATTNLAB_SEED"  # fixes the local judge's seed (to reproduce a failure)
 
@@ -30,12 +30,30 @@ class Verdict:
 
 
 def make_trials(name: str, seed: int) -> list[tuple]:
-    """The trial inputs of check `name`, drawn from `seed`."""
+    """The trial inputs of check `name`, drawn from `seed`.
+
+    A symbolic answer has none; an equation answer has one empty trial (it is a value, judged here);
+    a function with upstream functions gets a recording request `{RECORD: [names]}` at the end of
+    each trial (the student's process calls the function without it: `attnlab.grading.run_trials`).
+    """
     check = _lookup(name)
     if isinstance(check, AnswerCheck):
         return []
+    if isinstance(check, EquationCheck):
+        return [()]
     gen = torch.Generator().manual_seed(seed)
-    return check.trials(gen)
+    trials = check.trials(gen)
+    if isinstance(check, FunctionCheck) and check.upstream:
+        return [(*args, {RECORD: list(check.upstream)}) for args in trials]
+    return trials
+
+
+def reference_outcomes(name: str, trials: Sequence[tuple]) -> list[Outcome]:
+    """What a right answer sends for check `name` on `trials` (to warm the judge up and test a check)."""
+    check = _lookup(name)
+    if isinstance(check, AnswerCheck):
+        return [Outcome(value=check.reference)]
+    return [Outcome(value=check.reference(*args)) for args in trials]
 
 
 def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
@@ -43,14 +61,19 @@ def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Ve
     check = _lookup(name)
     if isinstance(check, AnswerCheck):
         return _judge_answer(check, outcomes)
+    if isinstance(check, EquationCheck):
+        return _judge_equations(check, outcomes)
     if len(outcomes) != len(trials):
         return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
-    for i, (args, outcome) in enumerate(zip(trials, outcomes)):
+    for i, (trial, outcome) in enumerate(zip(trials, outcomes)):
+        args, _ = split_record_request(tuple(trial))
         where = f"on trial {i + 1} of {len(trials)} ({describe(args)})"
         if outcome.error is not None:
             return Verdict(False, f"your function raised {outcome.error} {where}")
-        expected = check.reference(*args)
-        problem = compare(outcome.value, expected, check)
+        if isinstance(check, FunctionCheck) and check.upstream:
+            problem = _judge_composition(check, args, outcome.value)
+        else:
+            problem = compare(outcome.value, check.reference(*args), check)
         if problem:
             return Verdict(False, f"{problem} {where}")
     return Verdict(True, f"all {len(trials)} trials match the reference")
@@ -66,7 +89,7 @@ def local_check(name: str, answer: object) -> None:
         raise AssertionError(f"{verdict.message} [check {name}, seed {seed}]")
 
 
-def _lookup(name: str) -> FunctionCheck | AnswerCheck | ValueCheck:
+def _lookup(name: str) -> Check:
     try:
         return CHECKS[name]
     except KeyError:
@@ -78,8 +101,104 @@ def _judge_answer(check: AnswerCheck, outcomes: Sequence[Outcome]) -> Verdict:
 
     if len(outcomes) != 1 or outcomes[0].error is not None:
         return Verdict(False, "no answer was given")
-    result = check_answer(outcomes[0].value, check.reference, check.variables)
+    result = check_answer(outcomes[0].value, check.reference, check.variables, relations=check.relations)
     return Verdict(result.ok, result.message)
+
+
+def _judge_equations(check: EquationCheck, outcomes: Sequence[Outcome]) -> Verdict:
+    from autograder.equation_judge import judge_equations
+
+    if len(outcomes) != 1 or outcomes[0].error is not None:
+        return Verdict(False, "no answer was given")
+    decision = judge_equations(check.question, outcomes[0].value)
+    return Verdict(decision.passed, decision.message)
+
+
+# --------------------------------------------------------------------------- upstream functions
+
+class _NotRecorded(Exception):
+    """The reference composition asked for a call the student's log does not answer."""
+
+
+def _judge_composition(check: FunctionCheck, args: tuple, value: object) -> str | None:
+    """None if the output equals the reference, or the reference composed over the student's own upstream
+    functions (their recorded calls); else a sentence saying how it differs from both."""
+    output, calls = _split_recorded(value, check.upstream)
+    problem = compare(output, check.reference(*args), check)
+    if problem is None:
+        return None
+    if calls is None:
+        return problem
+    names = _and(check.upstream)
+    try:
+        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n)) for n in check.upstream}
+        composed = check.reference(*args, **lookups)
+    except _NotRecorded as exc:
+        return f"{problem}, and it is not the expected composition of your own {names} either ({exc})"
+    except Exception as exc:  # noqa: BLE001 - the student's recorded results may be anything
+        return f"{problem}, and the expected composition over your own {names} fails ({type(exc).__name__})"
+    other = compare(output, composed, check)
+    if other is None:
+        return None
+    return f"{problem}; built on your own {names} the expected result differs too: {other}"
+
+
+def _split_recorded(value: object, names: Sequence[str]) -> tuple[object, dict[str, list] | None]:
+    """(output, calls) from an outcome sent by `run_trials` with a recording request; (value, None) otherwise."""
+    if type(value) is dict and set(value) == {"output", "calls"} and type(value["calls"]) is dict:
+        calls = value["calls"]
+        if all(type(calls.get(n, [])) is list for n in names):
+            return value["output"], {n: calls.get(n, []) for n in names}
+    return value, None
+
+
+def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object]):
+    """A stand-in for the student's `name` that answers from its recorded calls (arguments matched by value).
+
+    A recorded result is used only if it has the structure and shapes of the reference's own result on the
+    same arguments, so whatever the log holds, the composition runs on tensors of the trials' sizes."""
+    entries = [e for e in log if type(e) is list and len(e) == 2 and type(e[0]) in (list, tuple)]
+
+    def lookup(*args: object) -> object:
+        found = [result for recorded, result in entries
+                 if len(recorded) == len(args) and all(compare(r, a, check) is None for r, a in zip(recorded, args))]
+        if not found:
+            raise _NotRecorded(f"your function never called {name} on the arguments the composition passes it")
+        first = _local(found[0], args)
+        if any(compare(other, first, check) is not None for other in found[1:]):
+            raise _NotRecorded(f"your {name} returned different results for the same arguments")
+        expected = reference(*args)
+        if not _same_form(first, expected):
+            raise _NotRecorded(f"your {name} returned {_kind(found[0])} where {describe([expected])} was expected")
+        return first
+
+    return lookup
+
+
+def _same_form(x: object, like: object) -> bool:
+    """Same nesting and tensor shapes (values and dtypes aside: the composition runs on what the student's returned)."""
+    if isinstance(like, torch.Tensor):
+        return type(x) is torch.Tensor and x.shape == like.shape
+    if isinstance(like, (list, tuple)):
+        return type(x) in (list, tuple) and len(x) == len(like) and all(_same_form(a, b) for a, b in zip(x, like))
+    return type(x) in (int, float, bool, str, type(None)) and type(x) is type(like)
+
+
+def _local(x: object, like: Sequence[object]) -> object:
+    """A recorded result as tensors on the device of the arguments it answers."""
+    device = next((a.device for a in like if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    if isinstance(x, Received):
+        return x.tensor.to(device)
+    if type(x) is torch.Tensor:
+        return x.detach().to(device)
+    if type(x) in (list, tuple):
+        return type(x)(_local(v, like) for v in x)
+    return x
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def compare(actual: object, expected: object, check: FunctionCheck | ValueCheck, path: str = "output") -> str | None:
@@ -126,6 +245,8 @@ def _compare_tensor(actual: object, expected: torch.Tensor, check: FunctionCheck
 def _kind(x: object) -> str:
     if isinstance(x, Received):
         return f"a tensor of shape {tuple(x.tensor.shape)}"
+    if type(x) is torch.Tensor:
+        return f"a tensor of shape {tuple(x.shape)}"
     return f"{type(x).__name__}"
 
 

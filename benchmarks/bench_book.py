@@ -9,6 +9,10 @@
    Target: <= 30 s.
 3. Both editions from that execution (the student edition refreshed, nothing executed), then
    a cached rebuild of both (what `attnbook` costs when nothing changed).
+4. The student edition's audit alone (`python -m publish.audit`): its figures (files,
+   candidate expressions, judgements, call signatures, values) and its findings.
+
+Leaks are counted, not raised, so that the timings print on chapters that still leak.
 
 The machine's load average is printed with the figures: wall-clock times on a shared
 machine are upper bounds.
@@ -36,7 +40,7 @@ def timed_build(editions: tuple[str, ...], force: bool, jobs: int) -> tuple[floa
     """Wall seconds of one `publish.build`, and its phase timings."""
     phases: dict[str, float] = {}
     start = time.perf_counter()
-    publish.build(editions, jobs=jobs, force=force, log=lambda *_: None, timings=phases)
+    publish.build(editions, jobs=jobs, force=force, log=lambda *_: None, timings=phases, fail_on_leaks=False)
     return time.perf_counter() - start, phases
 
 
@@ -74,6 +78,14 @@ def main() -> int:
     lines.append(row("both editions (no execution; student refreshed)", seconds, phases, None))
     seconds, phases = timed_build(layout.EDITIONS, force=False, jobs=args.jobs)
     lines.append(row("cached rebuild, both editions", seconds, phases, TARGET_CACHED_S))
+    from publish import audit, execute
+
+    start = time.perf_counter()
+    figures: list[str] = []
+    findings = audit.audit_student(layout.Edition("student"), execute.executed_copies(), log=figures.append)
+    lines.append(f"{'audit of the student edition':<44} {time.perf_counter() - start:7.1f} s  "
+                 f"({len(findings)} findings)")
+    lines += [f"    {line.removeprefix('book: ')}" for line in figures]
     print(*lines, sep="\n")
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0

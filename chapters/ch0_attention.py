@@ -11,9 +11,9 @@
 # You will implement
 #
 # * `dot_product_attention(q, keys, values)`: one query reading a memory of key-value pairs;
-# * `column_attention(H, WQ, WK, WV)`: a multi-head self-attention layer with the items as
-#   the *columns* of $H$, and see that it is the transpose of the row form used in the rest
-#   of the book.
+# * `column_attention(MT, WQ, WK, WV)`: a multi-head self-attention layer with the items as
+#   the *columns* of $M^\top$, and see that it is the transpose of the row form used in the
+#   rest of the book.
 #
 # The material restates seed 001 (a blog post on parallel computation in the Transformer,
 # with a four-token example), seed 003 (HKU COMP3361, Week 4, the memory picture of
@@ -23,45 +23,54 @@
 # %% [markdown]
 # ## Notation
 #
+# The book's letters (the [notation page](../front/notation.md) has the whole table), and
+# the same things in the three seeds of this chapter:
+#
 # | book | meaning | seed 001 | seed 003 | seed 004 |
 # |---|---|---|---|---|
-# | $q[d]$, $d < D$ | one query vector | a row of "Query" | query $q$ | a column of $\mathbf{Q}_{\ell,h}\mathbf{H}_{\ell-1}$ |
-# | $\text{keys}[n, d]$, $n < N$ | the memory's keys | the "Key Matrix" | $k_1, \dots, k_4$ | columns of $\mathbf{K}_{\ell,h}\mathbf{H}_{\ell-1}$ |
-# | $\text{values}[n, e]$, $e < D_v$ | the memory's values | the "Value Matrix" | $v_1, \dots, v_4$ | columns of $\mathbf{V}_{\ell,h}\mathbf{H}_{\ell-1}$ |
-# | $s[n]$, $\alpha[n]$ | scores and attention weights | "attention scores" | $q \cdot k_n$ and $[0.6, 0.1, 0.2, 0.1]$ | the "attention matrix" and its SoftMax |
-# | $c[e]$ | the context vector | "weighted sum of the value matrix" | context vector $\mathbf{c}$ | a column of $\mathbf{H}_{\ell,h}$ |
+# | $q[k]$, $k < K$ | one query | a row of "Query" | query $q$ | a column of $\mathbf{Q}_{\ell,h}\mathbf{H}_{\ell-1}$ |
+# | $\text{keys}[n, k]$, $n < N$ | the memory's keys | the "Key Matrix" (printed transposed) | $k_1, \dots, k_4$ | columns of $\mathbf{K}_{\ell,h}\mathbf{H}_{\ell-1}$ |
+# | $\text{values}[n, i]$, $i < I$ | the memory's values | the "Value Matrix" (printed transposed) | $v_1, \dots, v_4$ | columns of $\mathbf{V}_{\ell,h}\mathbf{H}_{\ell-1}$ |
+# | $s[n]$, $\alpha[n]$ | scores and attention weights | "attention scores", "attention weights" | $q \cdot k_n$; $[0.6, 0.1, 0.2, 0.1]$ | the "attention matrix" and its SoftMax |
+# | $V[i]$ | what attention returns: the context vector | "the weighted sum of the value matrix" | context vector $\mathbf{c}$ | a column of $\mathbf{H}_{\ell,h}$ |
 # | $t < T$ | items (positions, tokens) | 4 tokens | 4 memory slots | "$K$ items" (see Errata) |
-# | $j < J$ | item dimension | embedding dimension 3 | | $D$ |
-# | $M[t, j]$ (rows) or $H[j, t]$ (columns) | the items of a layer | the input embeddings | | $\mathbf{H}_\ell \in \mathbb{R}^{D\times K}$ |
+# | $j < J$ | the width of an item | embedding dimension 3 | | $D$ |
+# | $M[t, j]$ (rows), $M^\top[j, t]$ (columns) | the items of a layer | the input embeddings | | $\mathbf{H}_{\ell-1} \in \mathbb{R}^{D\times K}$ |
+# | $\ell < L$ | layer | | | $\ell$ (level) |
 # | $h < H$ | head | (one head) | | $h$ |
-# | $W^Q[h,k,j]$, $W^K[h,k,j]$, $k < K$ | query and key weights | none: the embeddings are used as they are | | $\mathbf{Q}_{\ell,h}$, $\mathbf{K}_{\ell,h} \in \mathbb{R}^{D\times D}$ |
-# | $W^V[h,i,j]$, $i < I$ | value weights | none | | $\mathbf{V}_{\ell,h} \in \mathbb{R}^{D\times D}$ |
+# | $W^Q[h,k,j]$, $W^K[h,k,j]$ | query and key weights | none: the embeddings are used as they are | | $\mathbf{Q}_{\ell,h}$, $\mathbf{K}_{\ell,h} \in \mathbb{R}^{D\times D}$ |
+# | $W^V[h,i,j]$ | value weights | none | | $\mathbf{V}_{\ell,h} \in \mathbb{R}^{D\times D}$ |
 # | heads stacked, head 0 first | concatenation | | | $\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$ |
 #
 # **Errata and translations.**
 #
 # * *Seed 004, "$\mathbf{H}_\ell \in \mathbb{R}^{D\times K}$ of $K$ items".* The same
 #   letter $K$ also names the key matrix $\mathbf{K}_{\ell,h}$ (and, in this book, the
-#   query/key dimension). We write $T$ for the number of items: $H \in \mathbb{R}^{J\times T}$,
-#   one $J$-dimensional column per item. (The notes also call $\mathbf{H}_\ell$ "a
-#   $D$-dimensional vector"; it is a matrix of $K$ such vectors.)
+#   query/key size). We write $T$ for the number of items and $M^\top \in \mathbb{R}^{J\times T}$
+#   for the matrix with one $J$-dimensional column per item. (The notes also call
+#   $\mathbf{H}_\ell$ "a $D$-dimensional vector"; it is a matrix of $K$ such vectors.)
 # * *Seed 004's SoftMax "on $\mathbf{M} \in \mathbb{R}^{J\times N}$ with $N$ instances of $J$
-#   values".* In this book $J$ is the item dimension and $M$ the row-form sequence, so we
-#   restate it: SoftMax acts on a score matrix $S \in \mathbb{R}^{T\times T}$ (keys down,
-#   queries across) and normalises **each column**,
-#   $\text{SoftMax}(S)[s,t] = e^{S[s,t]} / \sum_{s'} e^{S[s',t]}$; that is what
+#   values".* In this book $J$ is the width of an item and $M$ the row-form sequence, so we
+#   restate it: SoftMax acts on a score matrix with keys down and queries across and
+#   normalises **each column**; that is what
 #   $\exp(\mathbf{M}) / \mathbf{1}^\top\exp(\mathbf{M})$ means.
 # * *Seed 004's $\mathbf{Q}, \mathbf{K}, \mathbf{V} \in \mathbb{R}^{D\times D}$* are square;
-#   here $W^Q[h] \in \mathbb{R}^{K\times J}$ and $W^V[h] \in \mathbb{R}^{I\times J}$, usually with
-#   $I = J/H$ so that the $H$ stacked heads have $J$ rows again.
+#   here $W^Q[h], W^K[h] \in \mathbb{R}^{K\times J}$ and $W^V[h] \in \mathbb{R}^{I\times J}$,
+#   usually with $I = J/H$ so that the $H$ stacked heads have $J$ rows again.
 # * *Scaling.* Seed 003 writes plain dot products $q\cdot k_n$ and seed 004 has no factor
 #   either; seed 001 says to "scale" the scores without saying by what. This book divides
-#   by $\sqrt{D}$, the square root of the query/key dimension ($\sqrt{K}$ inside a layer),
-#   as the original Transformer does.
+#   by $\sqrt{K}$, the square root of the query/key size, as the original Transformer does.
 # * *Seed 001's matrices.* It announces Query, Key and Value as "(sequence length) $\times$
 #   (embedding dimension)" but prints $3\times 4$ matrices: they are the embeddings
 #   *transposed*, and they are the embeddings themselves, with no learned projection.
-#   Section 0.2 shows what that does.
+#   Section 0.2 computes what that does.
+# * *Seed 001, "in training with multiple layers of the transformer, there is parallel
+#   processing across the different layers".* False for one input: layer $\ell+1$ reads
+#   layer $\ell$'s output, so it cannot start before layer $\ell$ has finished (Section 0.4).
+# * *Seed 001, "self-attention layer has sequential dependencies".* False: no position of a
+#   layer waits for another position's output, even in a decoder trained with a causal
+#   mask; Section 0.4 computes a masked layer in one pass and checks it against the
+#   position-by-position loop. What is sequential is generation, one token per forward pass.
 # * *Seed 004's "each item may attend to one other item per head"* describes hard
 #   attention; the softmax gives a weighted average over all items, close to one item only
 #   when the scores are far apart (Section 0.2 has such a case).
@@ -71,9 +80,8 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 
-from attnlab.testing import expect_close, expect_like, expect_shape
+from attnlab.testing import Explained, expect_close, expect_like, expect_shape
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -83,76 +91,88 @@ print("active device:", device)
 # ## 0.1 A memory of key-value pairs
 #
 # Seed 003 pictures attention as reading a memory. The memory holds $N$ pairs
-# $(\text{keys}[n], \text{values}[n])$; a query $q \in \mathbb{R}^D$ is compared with every
+# $(\text{keys}[n], \text{values}[n])$; a query $q \in \mathbb{R}^K$ is compared with every
 # key, the comparison scores become weights that sum to one, and the answer is the
-# weighted average of the values, the **context vector**:
+# weighted average of the values, the **context vector** $V$:
 #
 # $$
 # \begin{aligned}
-# s[n] &= \frac{1}{\sqrt{D}} \sum_d q[d]\, \text{keys}[n, d] \\
+# s[n] &= \frac{1}{\sqrt{K}} \sum_k q[k]\, \text{keys}[n, k] \\
 # \alpha[n] &= \operatorname*{softmax}_n\; s[n] = \frac{e^{s[n]}}{\sum_{n'} e^{s[n']}} \\
-# c[e] &= \sum_n \alpha[n]\, \text{values}[n, e]
+# V[i] &= \sum_n \alpha[n]\, \text{values}[n, i]
 # \end{aligned}
 # $$
 #
-# Keys and queries live in the same space ($D$ coordinates); values may have any number
-# $D_v$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and
-# $c = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$.
+# Keys and queries live in the same space ($K$ coordinates); values may have any number
+# $I$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and
+# $\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$.
 #
-# Why divide by $\sqrt{D}$? If the coordinates of $q$ and of a key are independent with
-# mean 0 and variance 1, their dot product has variance $D$; dividing by $\sqrt{D}$ keeps
-# the scores of order 1 whatever the dimension, so the softmax neither saturates nor
-# flattens as $D$ grows.
+# Why divide by $\sqrt{K}$? If the coordinates of $q$ and of a key are independent with
+# mean 0 and variance 1, their dot product has variance $K$; dividing by $\sqrt{K}$ keeps
+# the scores of order 1 whatever the size, so the softmax neither saturates nor
+# flattens as $K$ grows.
 #
-# **Problem 0.1.** Implement `dot_product_attention`. Work on the inputs' device and dtype.
+# **Problem 0.1 (seed 003).** Implement `dot_product_attention`. Work on the inputs'
+# device and dtype.
 
 # %% nbgrader={"grade": false, "grade_id": "dot_product_attention", "locked": false, "schema_version": 3, "solution": true}
 def dot_product_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """One query reading a memory: q[D], keys[N, D], values[N, Dv] -> context[Dv].
+    """One query reading a memory: q[K], keys[N, K], values[N, I] -> V[I].
 
-    Weights softmax_n(q . keys[n] / sqrt(D)), context = sum_n weights[n] values[n].
+    Weights softmax_n(q . keys[n] / sqrt(K)), V = sum_n weights[n] values[n].
     """
     ### BEGIN SOLUTION
-    D = q.shape[-1]
-    s = torch.einsum("d,nd->n", q, keys) / math.sqrt(D)
+    K = q.shape[-1]
+    s = torch.einsum("k,nk->n", q, keys) / math.sqrt(K)
     alpha = torch.softmax(s, dim=0)
-    return torch.einsum("n,ne->e", alpha, values)
+    return torch.einsum("n,ni->i", alpha, values)
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_dot_product_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Visible tests: each failure says what is wrong.
 g = torch.Generator().manual_seed(0)
-N, D, Dv = 5, 4, 3
-q = torch.randn(D, generator=g, dtype=torch.float64)
-keys = torch.randn(N, D, generator=g, dtype=torch.float64)
-values = torch.randn(N, Dv, generator=g, dtype=torch.float64)
-c = dot_product_attention(q, keys, values)
-expect_shape(c, (Dv,), "dot_product_attention(q[4], keys[5,4], values[5,3])",
-             hint="The context vector has one coordinate per value coordinate (Dv), not per key coordinate.")
-expect_like(c, q, "dot_product_attention on float64 inputs")
+N, K, I = 5, 4, 3
+q = torch.randn(K, generator=g, dtype=torch.float64)
+keys = torch.randn(N, K, generator=g, dtype=torch.float64)
+values = torch.randn(N, I, generator=g, dtype=torch.float64)
+V = dot_product_attention(q, keys, values)
+expect_shape(V, (I,), "dot_product_attention(q[4], keys[5,4], values[5,3])",
+             hint="The context vector has one coordinate per value coordinate (I), not per key coordinate.")
+expect_like(V, q, "dot_product_attention on float64 inputs")
 expect_like(dot_product_attention(q.float(), keys.float(), values.float()), q.float(),
             "dot_product_attention on float32 inputs")
 
+# By hand: q = [2, 0, 0, 0] (K = 4), keys e_0 and e_1, values [10, 1] and [20, 1].
+# Scores [2/sqrt(4), 0] = [1, 0], weights [e/(e+1), 1/(e+1)] = [0.731, 0.269], V = [12.69, 1].
+q1 = torch.tensor([2.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+k1 = torch.eye(4, dtype=torch.float64)[:2]
+v1 = torch.tensor([[10.0, 1.0], [20.0, 1.0]], dtype=torch.float64)
+got = dot_product_attention(q1, k1, v1)
+expect_shape(got, (2,), "dot_product_attention on the hand-checked example")
+mistakes = {  # what some common mistakes give on this example (worked out by hand)
+    "the scores are not divided by sqrt(K) = 2": [10 + 10 / (math.e ** 2 + 1), 1.0],
+    "the scores are divided by sqrt(I), the values' size, instead of sqrt(K), the query/key size":
+        [10 + 10 / (math.e ** 2 ** 0.5 + 1), 1.0],
+    "the exponentials are not divided by their sum (the weights must sum to one)": [10 * math.e + 20, math.e + 1],
+    "this is hard attention: the value of the best key, not the weighted average of all values": [10.0, 1.0],
+}
+for mistake, wrong in mistakes.items():
+    if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained(f"On the hand-checked example you return {got.tolist()}: {mistake}.")
+w = math.e / (math.e + 1)
+expect_close(got, torch.tensor([10 * w + 20 * (1 - w), 1.0], dtype=torch.float64),
+             "the hand-checked example (expected [12.69, 1])",
+             hint="Scores q . keys[n] / sqrt(K), softmax over n, then the weighted average of the values.")
+
 # When every key is the same, every weight is 1/N: the context is the mean of the values.
-same = keys[:1].expand(N, D)
+same = keys[:1].expand(N, K)
 expect_close(dot_product_attention(q, same, values), values.mean(dim=0), "the context with identical keys",
              hint="With equal scores the weights must be 1/N each: normalise the exponentials so they sum to one.")
 
-# By hand: q = [2, 0, 0, 0], keys e_0 and e_1, values 10 and 20.
-# scores [2/sqrt(4), 0] = [1, 0], weights [e/(e+1), 1/(e+1)] = [0.731, 0.269].
-q1 = torch.tensor([2.0, 0.0, 0.0, 0.0], dtype=torch.float64)
-k1 = torch.eye(4, dtype=torch.float64)[:2]
-v1 = torch.tensor([[10.0], [20.0]], dtype=torch.float64)
-w = math.e / (math.e + 1)
-expect_close(dot_product_attention(q1, k1, v1), torch.tensor([10 * w + 20 * (1 - w)], dtype=torch.float64),
-             "the hand-checked example (expected 12.69)",
-             hint="Divide the scores by sqrt(D) = 2, the square root of the query/key dimension "
-                  "(without it the answer would be 11.19), and average the values, not the keys.")
-
 # The memory is a set: listing its pairs in another order changes nothing.
 perm = torch.tensor([2, 4, 0, 1, 3])
-expect_close(dot_product_attention(q, keys[perm], values[perm]), c, "the context with the memory reordered",
+expect_close(dot_product_attention(q, keys[perm], values[perm]), V, "the context with the memory reordered",
              hint="Reordering the (key, value) pairs together must not change the context.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -165,28 +185,29 @@ hidden_check("ch0.dot_product_attention", dot_product_attention)
 #
 # Seed 001 takes four tokens with three-dimensional embeddings
 # $[1,2,3], [4,5,6], [7,8,9], [10,11,12]$ and uses them, unchanged, as queries, keys and
-# values: in its notation $Q = K = V = E^\top$, where $E[t, j]$ holds one token per row. It
-# then says to take the dot products, scale them, apply the softmax and average the values,
-# but shows no numbers. Here they are, with $D = 3$: each token $t$ is a query, and the
-# memory is all four tokens.
+# values: in the book's letters its Query, Key and Value matrices are all $M^\top$, where
+# $M[t, j]$ holds one token per row ($T = 4$, $J = 3$). It then says to take the dot
+# products, scale them, apply the softmax and average the values, but shows no numbers.
+# Here they are, with $K = J = 3$: each token $t$ is a query, and the memory is all four
+# tokens.
 
 # %%
-E = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]], dtype=torch.float64)
-Query = Key = Value = E  # seed 001: no learned projections
-D = E.shape[1]
+M = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]], dtype=torch.float64)
+K = M.shape[1]
 
-dots = Query @ Key.T                # dots[t, t'] = E[t] . E[t']
-scores = dots / math.sqrt(D)        # scaled by 1/sqrt(3)
-weights = torch.softmax(scores, dim=1)  # row t: the weights of query t over the four keys
-context = weights @ Value           # row t: the context vector of token t
+dots = torch.einsum("tj,uj->tu", M, M)                # dots[t, t'] = M[t] . M[t'] (no projections)
+scores = dots / math.sqrt(K)                          # scaled by 1/sqrt(3)
+weights = torch.softmax(scores, dim=1)                # row t: query t's weights over the four keys
+contexts = torch.einsum("tu,uj->tj", weights, M)      # row t: the context vector of token t
 
 torch.set_printoptions(precision=4, sci_mode=False)
-print("dot products E E^T:\n", dots)
+print("dot products M M^T:\n", dots)
 print("scaled scores:\n", scores)
 torch.set_printoptions(precision=3, sci_mode=True)
 print("attention weights (each row sums to 1):\n", weights)
-torch.set_printoptions(precision=5, sci_mode=False)
-print("context vectors:\n", context)
+torch.set_printoptions(precision=6, sci_mode=False)
+print("context vectors:\n", contexts)
+print(f"largest difference from token 4's embedding: {(contexts - M[3]).abs().max().item():.1e}")
 torch.set_printoptions(profile="default")
 
 # Checks on the numbers the text below quotes.
@@ -195,21 +216,21 @@ assert abs(scores[3, 3].item() - 365 / math.sqrt(3)) < 1e-12
 assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64))
 assert (weights[:, 3] > 0.9999).all(), "every token puts more than 99.99% of its weight on token 4"
 assert abs(weights[0, 2].item() - math.exp(-18 / math.sqrt(3))) < 1e-6  # e^{-(68-50)/sqrt 3} = 3.07e-5
-assert (context - E[3]).abs().max() < 1e-4, "every context vector is (almost) token 4's embedding"
+assert 1e-5 < (contexts - M[3]).abs().max() < 1e-4, "equal to token 4's embedding to four significant digits"
 
 
 # %%
 def show_matrix(ax, A: torch.Tensor, title: str, fmt: str) -> None:
-    """A heatmap of A[rows, cols] with each entry written in its cell."""
+    """A heatmap of A[query, key] with each entry written in its cell."""
     image = ax.imshow(A.numpy(), cmap="viridis")
     for r in range(A.shape[0]):
         for c in range(A.shape[1]):
             value = A[r, c].item()
             light = value < A.min().item() + 0.6 * (A.max() - A.min()).item()
-            ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize=8,
+            ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize=10,
                     color="white" if light else "black")
-    ax.set_xticks(range(A.shape[1]), [f"token {c + 1}" for c in range(A.shape[1])], fontsize=8)
-    ax.set_yticks(range(A.shape[0]), [f"token {r + 1}" for r in range(A.shape[0])], fontsize=8)
+    ax.set_xticks(range(A.shape[1]), [f"token {c + 1}" for c in range(A.shape[1])], fontsize=10)
+    ax.set_yticks(range(A.shape[0]), [f"token {r + 1}" for r in range(A.shape[0])], fontsize=10)
     ax.set_xlabel("key (memory slot)")
     ax.set_ylabel("query")
     ax.set_title(title)
@@ -217,7 +238,7 @@ def show_matrix(ax, A: torch.Tensor, title: str, fmt: str) -> None:
 
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-show_matrix(axes[0], scores, r"scores $E E^\top / \sqrt{3}$", ".1f")
+show_matrix(axes[0], scores, r"scores $M M^\top / \sqrt{3}$", ".1f")
 show_matrix(axes[1], weights, "attention weights (softmax of each row)", ".1e")
 fig.suptitle("Seed 001's four tokens as their own queries, keys and values")
 plt.tight_layout()
@@ -226,12 +247,13 @@ plt.show()
 # %% [markdown]
 # **What is odd about this example.** The weights are almost one-hot, and on the *same*
 # key for every query: each token, token 1 included, puts more than 99.99% of its weight
-# on token 4, so all four context vectors are (to five digits) token 4's embedding
-# $[10, 11, 12]$. Two things cause it.
+# on token 4, so all four context vectors equal token 4's embedding $[10, 11, 12]$ to four
+# significant digits (token 1's differs from it by $9.2\times 10^{-5}$ in each coordinate;
+# the others by less than $10^{-11}$). Two things cause it.
 #
 # 1. *No learned projections.* The queries and keys are the embeddings themselves. All
 #    coordinates are positive and grow with the token's index, so for any query
-#    $q = E[t]$ the dot product $q \cdot E[t']$ grows with $t'$: token 4 wins every
+#    $q = M[t]$ the dot product $q \cdot M[t']$ grows with $t'$: token 4 wins every
 #    comparison, even against the query's own token. A real layer multiplies by learned
 #    $W^Q$ and $W^K$ first, and those decide which tokens a query should match.
 # 2. *Large scores.* Softmax depends only on the *differences* between scores, and here
@@ -247,8 +269,8 @@ plt.show()
 # that are nearly uniform.
 
 # %%
-unit = E / E.norm(dim=1, keepdim=True)
-weights_unit = torch.softmax(unit @ unit.T / math.sqrt(D), dim=1)
+unit = M / M.norm(dim=1, keepdim=True)
+weights_unit = torch.softmax(torch.einsum("tj,uj->tu", unit, unit) / math.sqrt(K), dim=1)
 fig, ax = plt.subplots(figsize=(5.5, 4.2))
 show_matrix(ax, weights_unit, "weights with unit-length embeddings", ".3f")
 plt.tight_layout()
@@ -256,13 +278,14 @@ plt.show()
 assert (weights_unit - 0.25).abs().max() < 0.01
 
 # %% [markdown]
-# Your `dot_product_attention` computes one row of this table at a time: query $E[t]$
-# against the memory of all four tokens.
+# Your `dot_product_attention` computes one row of this table at a time: query $M[t]$
+# against the memory of all four tokens. Run the next cell once your function passes its
+# tests.
 
-# %%
+# %% tags=["answer-output"]
 for t in range(4):
-    mine = dot_product_attention(E[t], E, E)
-    assert torch.allclose(mine, context[t]), f"token {t + 1}: {mine} != {context[t]}"
+    mine = dot_product_attention(M[t], M, M)
+    assert torch.allclose(mine, contexts[t]), f"token {t + 1}: {mine} != {contexts[t]}"
 print("dot_product_attention reproduces the four context vectors")
 
 
@@ -271,87 +294,108 @@ print("dot_product_attention reproduces the four context vectors")
 #
 # In a self-attention layer *every* item is a query, and the memory is all the items
 # themselves, seen through learned projections. Seed 004 writes the items as the columns
-# of a matrix $H \in \mathbb{R}^{J\times T}$ (item $t$ is the column $H[:, t]$). For each
-# head $h$, with $W^Q[h], W^K[h] \in \mathbb{R}^{K\times J}$ and $W^V[h] \in \mathbb{R}^{I\times J}$:
+# of a matrix, $M^\top \in \mathbb{R}^{J\times T}$ (item $t$ is the column $M^\top[:, t]$).
+# For each head $h$, with $W^Q[h], W^K[h] \in \mathbb{R}^{K\times J}$ and
+# $W^V[h] \in \mathbb{R}^{I\times J}$, the projections are again columns, one per item:
 #
 # $$
-# \begin{aligned}
-# Q_h &= W^Q[h]\, H \in \mathbb{R}^{K\times T}, \qquad
-# K_h = W^K[h]\, H \in \mathbb{R}^{K\times T}, \qquad
-# V_h = W^V[h]\, H \in \mathbb{R}^{I\times T} \\
-# A_h &= \text{SoftMax}\!\left(\frac{1}{\sqrt{K}}\, K_h^\top Q_h\right) \in \mathbb{R}^{T\times T}
-# \quad\text{(each column normalised: } \textstyle\sum_s A_h[s, t] = 1\text{)} \\
-# H_h &= V_h\, A_h \in \mathbb{R}^{I\times T}, \qquad
-# H_{\text{out}} = \begin{bmatrix} H_0 \\ H_1 \\ \vdots \\ H_{H-1} \end{bmatrix} \in \mathbb{R}^{HI\times T}
-# \end{aligned}
+# \text{Query}_h^\top = W^Q[h]\, M^\top \in \mathbb{R}^{K\times T}, \qquad
+# \text{Key}_h^\top = W^K[h]\, M^\top \in \mathbb{R}^{K\times T}, \qquad
+# \text{Value}_h^\top = W^V[h]\, M^\top \in \mathbb{R}^{I\times T}.
 # $$
 #
-# Entry $(K_h^\top Q_h)[s, t]$ is key $s$ against query $t$, so column $t$ of $A_h$ holds
-# query $t$'s weights over the keys, and column $t$ of $V_h A_h$ is
-# $\sum_s A_h[s,t]\, V_h[:, s]$: query $t$'s context vector. Stacking the heads' blocks
-# (head 0 on top) is seed 004's $\sum_h \delta_h \otimes H_h$, with $\delta_h$ the $h$-th unit
-# vector of $\mathbb{R}^H$. Seed 004 also notes that the three products can be done as one,
-# $\left[W^Q[h]; W^K[h]; W^V[h]\right] H$, stacking the weights (and the heads) by rows.
+# Seed 004's "attention matrix" $(\mathbf{K}\mathbf{H})^\top \mathbf{Q}\mathbf{H}$ is
+# $\text{Key}_h\, \text{Query}_h^\top \in \mathbb{R}^{T\times T}$: entry $[t', t]$ is key $t'$
+# against query $t$, keys down and queries across. Its SoftMax normalises each **column**
+# (scaled by $1/\sqrt{K}$ in this book), so column $t$ holds query $t$'s weights over the
+# keys, and
 #
-# **Problem 0.2.** Implement `column_attention(H, WQ, WK, WV)`. The weights come as
-# tensors $W^Q[h,k,j]$, $W^K[h,k,j]$, $W^V[h,i,j]$; the result has $H\cdot I$ rows (head 0's
-# $I$ rows first) and $T$ columns.
+# $$
+# \text{head } h\text{'s output} = \text{Value}_h^\top\, \operatorname{SoftMax}\!\Big(\tfrac{1}{\sqrt K}\,\text{Key}_h\,\text{Query}_h^\top\Big) \in \mathbb{R}^{I\times T}
+# $$
+#
+# has, in column $t$, the weighted average of the value columns: query $t$'s context
+# vector. Stacking the heads' blocks (head 0 on top) is seed 004's
+# $\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$, with $\delta_h$ the $h$-th unit vector of
+# $\mathbb{R}^H$: the result has $H I$ rows and $T$ columns. Seed 004 also notes that the
+# three products can be done as one, $\left[W^Q[h]; W^K[h]; W^V[h]\right] M^\top$, stacking
+# the weights (and the heads) by rows.
+#
+# **Problem 0.2 (seed 004).** Implement `column_attention(MT, WQ, WK, WV)`. The items come
+# as the columns of `MT` $= M^\top[j, t]$; the weights come as tensors $W^Q[h,k,j]$,
+# $W^K[h,k,j]$, $W^V[h,i,j]$; the result has $H\cdot I$ rows (head 0's $I$ rows first) and
+# $T$ columns.
 
 # %% nbgrader={"grade": false, "grade_id": "column_attention", "locked": false, "schema_version": 3, "solution": true}
-def column_attention(H: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
     """Multi-head self-attention with items as columns.
 
-    H[J, T], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [H*I, T], head 0's rows first;
-    A_h = SoftMax(K_h^T Q_h / sqrt(K)) normalised over each column.
+    MT[J, T], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [H*I, T], head 0's rows first;
+    each head's SoftMax(Key Query^T / sqrt(K)) is normalised over each column (the keys).
     """
     ### BEGIN SOLUTION
     K = WQ.shape[1]
-    Q = torch.einsum("hkj,jt->hkt", WQ, H)
-    Kh = torch.einsum("hkj,jt->hkt", WK, H)
-    V = torch.einsum("hij,jt->hit", WV, H)
-    A = torch.softmax(torch.einsum("hks,hkt->hst", Kh, Q) / math.sqrt(K), dim=1)  # columns sum to 1
-    out = torch.einsum("his,hst->hit", V, A)
-    return out.reshape(-1, H.shape[1])
+    QueryT = torch.einsum("hkj,jt->hkt", WQ, MT)
+    KeyT = torch.einsum("hkj,jt->hkt", WK, MT)
+    ValueT = torch.einsum("hij,jt->hit", WV, MT)
+    A = torch.softmax(torch.einsum("hku,hkt->hut", KeyT, QueryT) / math.sqrt(K), dim=1)  # columns sum to 1
+    out = torch.einsum("hiu,hut->hit", ValueT, A)
+    return out.reshape(-1, MT.shape[1])
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_column_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 g = torch.Generator().manual_seed(1)
-J, T, Hh, K, I = 8, 5, 2, 3, 4
-H = torch.randn(J, T, generator=g, dtype=torch.float64)
-WQ = torch.randn(Hh, K, J, generator=g, dtype=torch.float64) / J**0.5
-WK = torch.randn(Hh, K, J, generator=g, dtype=torch.float64) / J**0.5
-WV = torch.randn(Hh, I, J, generator=g, dtype=torch.float64) / J**0.5
-out = column_attention(H, WQ, WK, WV)
-expect_shape(out, (Hh * I, T), "column_attention(H[8,5], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
-             hint="Items stay columns: the result is [H*I, T].")
-expect_like(out, H, "column_attention on float64 inputs")
-expect_like(column_attention(H.float(), WQ.float(), WK.float(), WV.float()), H.float(),
+J, T, H, K, I = 8, 5, 2, 3, 4
+MT = torch.randn(J, T, generator=g, dtype=torch.float64)
+WQ = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
+WK = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
+WV = torch.randn(H, I, J, generator=g, dtype=torch.float64) / J**0.5
+out = column_attention(MT, WQ, WK, WV)
+expect_shape(out, (H * I, T), "column_attention(MT[8,5], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
+             hint="Items stay columns: the result is [H*I, T]. (A result of shape [T, H*I] is the row form: "
+                  "transpose back.)")
+expect_like(out, MT, "column_attention on float64 inputs")
+expect_like(column_attention(MT.float(), WQ.float(), WK.float(), WV.float()), MT.float(),
             "column_attention on float32 inputs")
 
-# By hand (J=1, two items 1 and 0, WQ = WK = 1 with K=4, WV = 1): query 0 scores the keys
-# [4/sqrt(4), 0] = [2, 0]; query 1 scores [0, 0]. So out = [[e^2/(e^2+1), 1/2]].
+# By hand (J = 1, two items 1 and 0, WQ = WK = 1 with K = 4, WV = 1): query 0 scores the keys
+# [4/sqrt(4), 0] = [2, 0]; query 1 scores [0, 0]. So out = [[e^2/(e^2+1), 1/2]] = [[0.881, 0.5]].
 ones = torch.ones(1, 4, 1, dtype=torch.float64)
-H1 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
-expected = torch.tensor([[math.exp(2) / (math.exp(2) + 1), 0.5]], dtype=torch.float64)
-expect_close(column_attention(H1, ones, ones, torch.ones(1, 1, 1, dtype=torch.float64)), expected,
-             "column_attention on the hand-checked example",
-             hint="Scale by 1/sqrt(K), and normalise each COLUMN of K_h^T Q_h (a sum over the keys s): "
-                  "normalising rows gives [[0.881, 0.119]].")
+MT1 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+got = column_attention(MT1, ones, ones, torch.ones(1, 1, 1, dtype=torch.float64))
+expect_shape(got, (1, 2), "column_attention on the hand-checked example")
+e2, e4 = math.exp(2), math.exp(4)
+mistakes = {  # what some common mistakes give on this example (worked out by hand)
+    "the SoftMax normalises the rows (a sum over the queries); it must normalise each column, "
+    "a sum over the keys": [e2 / (e2 + 1), 1 / (e2 + 1)],
+    "the scores are not divided by sqrt(K) = 2 (seed 004 has no factor; this book does)": [e4 / (e4 + 1), 0.5],
+}
+for mistake, wrong in mistakes.items():
+    if torch.allclose(got, torch.tensor([wrong], dtype=torch.float64), atol=1e-4):
+        raise Explained(f"On the hand-checked example you return {got.tolist()}: {mistake}.")
+expect_close(got, torch.tensor([[e2 / (e2 + 1), 0.5]], dtype=torch.float64),
+             "column_attention on the hand-checked example (expected [[0.881, 0.5]])",
+             hint="Column t of the output is query t's context vector: the values' columns averaged with "
+                  "query t's weights over the keys.")
 
 # Heads are stacked in order, head 0's rows first.
-for h in range(Hh):
-    expect_close(out[h * I:(h + 1) * I], column_attention(H, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]),
+for h in range(H):
+    expect_close(out[h * I:(h + 1) * I], column_attention(MT, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]),
                  f"rows {h * I}..{(h + 1) * I - 1} of the output",
-                 hint=f"These rows must be head {h} alone: reshape [H, I, T] to [H*I, T] (no transpose).")
+                 hint=f"These rows must be head {h} alone: the heads are stacked block by block. Reshape "
+                      "[H, I, T] to [H*I, T] as it is; permuting first interleaves the heads' rows.")
 
-# The row form, written with PyTorch's own attention (softmax over the keys of each query):
-# the column form must be its transpose, column_attention(M^T) = self_attention(M)^T.
-M = H.T
-Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M) for W in (WQ, WK, WV))
-row_form = F.scaled_dot_product_attention(Query, Key, Value).permute(1, 0, 2).reshape(T, Hh * I)
-expect_close(out, row_form.T, "column_attention(M^T) against the row form's transpose",
-             hint="Column t of the output is query t's context vector: sum_s A[s, t] V[:, s].")
+# Equal scores (WQ = 0): every query's weights are 1/T, so every column is each head's mean value.
+mean_value = torch.einsum("hij,j->hi", WV, MT.mean(dim=1)).reshape(H * I, 1).expand(H * I, T)
+expect_close(column_attention(MT, torch.zeros_like(WQ), WK, WV), mean_value, "column_attention with WQ = 0",
+             hint="With all scores equal each weight is 1/T: normalise the exponentials so each column sums to one, "
+                  "and average the values W^V[h] M^T, not the keys or the items.")
+
+# The items are a set: permuting the columns of MT permutes the output's columns.
+perm = torch.tensor([3, 0, 4, 1, 2])
+expect_close(column_attention(MT[:, perm], WQ, WK, WV), out[:, perm], "column_attention(MT[:, perm])",
+             hint="Permuting the items must permute the output columns the same way.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -361,31 +405,31 @@ hidden_check("ch0.column_attention", column_attention)
 # %% [markdown]
 # ### Why the column form is the row form transposed
 #
-# The rest of the book keeps items as rows: $M = H^\top \in \mathbb{R}^{T\times J}$, with
+# The rest of the book keeps items as rows: $M \in \mathbb{R}^{T\times J}$, with
 # $\text{Query}_h = M\, W^Q[h]^\top$, $\text{Key}_h = M\, W^K[h]^\top$,
-# $\text{Value}_h = M\, W^V[h]^\top$ and weights
-# $\alpha_h = \operatorname{softmax}_{\text{rows}}\!\big(\text{Query}_h \text{Key}_h^\top / \sqrt{K}\big)$.
-# Transposing each factor,
+# $\text{Value}_h = M\, W^V[h]^\top$, scores
+# $s_h = \frac{1}{\sqrt K}\text{Query}_h \text{Key}_h^\top$ (row $t$: query $t$ against every key)
+# and weights $\alpha_h = \operatorname{softmax}$ of each row of $s_h$. Transposing,
 #
 # $$
-# \text{Query}_h = (W^Q[h] H)^\top = Q_h^\top,\qquad \text{Key}_h = K_h^\top,\qquad \text{Value}_h = V_h^\top,
+# \frac{1}{\sqrt K}\text{Key}_h\, \text{Query}_h^\top = \Big(\frac{1}{\sqrt K}\text{Query}_h\, \text{Key}_h^\top\Big)^\top = s_h^\top ,
 # $$
 #
-# so the row-form scores are $\text{Query}_h \text{Key}_h^\top = Q_h^\top K_h = (K_h^\top Q_h)^\top$.
-# Normalising the rows of a matrix is normalising the columns of its transpose, hence
-# $\alpha_h = A_h^\top$, and the row-form output of head $h$ is
+# and normalising the columns of a matrix is normalising the rows of its transpose, so
+# seed 004's SoftMax matrix is $\alpha_h^\top$. Head $h$'s column-form output is therefore
 #
 # $$
-# \alpha_h\, \text{Value}_h = A_h^\top V_h^\top = (V_h A_h)^\top = H_h^\top .
+# \text{Value}_h^\top\, \alpha_h^\top = \big(\alpha_h\, \text{Value}_h\big)^\top ,
 # $$
 #
-# Concatenating heads side by side in the row form, $[H_0^\top \;\; H_1^\top \;\cdots]$, is
-# the transpose of stacking them vertically. So
-# $\texttt{column\_attention}(M^\top) = \texttt{self\_attention}(M)^\top$, where
-# `self_attention` is the row form of Chapter 1. The same layer can also be assembled from
-# Problem 0.1 alone, one query and one head at a time: below, your two functions agree.
+# the transpose of the row form's output $\alpha_h \text{Value}_h \in \mathbb{R}^{T\times I}$.
+# Concatenating heads side by side in the row form is the transpose of stacking them
+# vertically. So the column form applied to $M^\top$ is the row form applied to $M$,
+# transposed: $\mathtt{column\_attention}(M^\top) = \big(\text{row form}(M)\big)^\top$.
+# Chapter 1 implements the row form. The same layer can also be assembled from Problem 0.1
+# alone, one query and one head at a time: below, your two functions agree.
 
-# %%
+# %% tags=["answer-output"]
 def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
     """M[T, J] -> [T, H*I]: for every position t and head h, one query reads the memory of all positions."""
     rows = []
@@ -396,67 +440,64 @@ def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV
 
 
 g = torch.Generator().manual_seed(2)
-T, Hh, K, I = 6, 3, 4, 2
-J = Hh * I
+T, H, K, I = 6, 3, 4, 2
+J = H * I
 M = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ, WK = (torch.randn(Hh, K, J, generator=g, dtype=torch.float64) for _ in range(2))
-WV = torch.randn(Hh, I, J, generator=g, dtype=torch.float64)
+WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) for _ in range(2))
+WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 diff = (column_attention(M.T, WQ, WK, WV).T - row_form_from_memory(M, WQ, WK, WV)).abs().max().item()
 print(f"max |column_attention(M^T)^T - row form from dot_product_attention| = {diff:.1e}")
 assert diff < 1e-12
 
-# Seed 004's stacked product: one multiply by [WQ; WK; WV] gives all heads' Q, K and V at once.
+# %% [markdown]
+# Seed 004's stacked product: one multiply by $[W^Q; W^K; W^V]$ gives the projections of
+# all heads at once.
+
+# %%
 W_stacked = torch.cat([WQ.reshape(-1, J), WK.reshape(-1, J), WV.reshape(-1, J)])  # [H(2K+I), J]
-QKV = W_stacked @ M.T
-Q_all, K_all, V_all = QKV.split([Hh * K, Hh * K, Hh * I])
-assert torch.allclose(Q_all.reshape(Hh, K, T), torch.einsum("hkj,jt->hkt", WQ, M.T))
-assert torch.allclose(V_all.reshape(Hh, I, T), torch.einsum("hij,jt->hit", WV, M.T))
-print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> Q, K, V of all {Hh} heads")
+stacked = W_stacked @ M.T
+QueryT, KeyT, ValueT = stacked.split([H * K, H * K, H * I])
+assert torch.allclose(QueryT.reshape(H, K, T), torch.einsum("hkj,jt->hkt", WQ, M.T))
+assert torch.allclose(ValueT.reshape(H, I, T), torch.einsum("hij,jt->hit", WV, M.T))
+print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> the projections of all {H} heads")
 
 
 # %% [markdown]
 # ### Heads, then a feed-forward layer
 #
 # Seed 004 ends the layer with a feed-forward layer on the stacked heads, e.g. a sigmoid
-# layer $H_\ell = \sigma\big(W^F H_{\text{out}} + b\big)$, applied to each column (item)
-# separately. Below, two such levels on eight random items: head 0's attention matrix
-# $A_0$ of the first level (its columns sum to one), and the items after each level.
+# layer $M^\top_{\ell+1} = \sigma\big(W^F Z + \beta\big)$ on the stacked heads' output $Z$,
+# applied to each column (item) separately. Below, two such levels on eight random items:
+# the items after each level, as your `column_attention` computes them. Run it once your
+# function passes its tests.
 
-# %%
-def feed_forward(Z: torch.Tensor, WF: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Seed 004's FF: Z[J, T] -> sigmoid(WF Z + b) [J', T], the same map for every column."""
-    return torch.sigmoid(WF @ Z + b[:, None])
+# %% tags=["answer-output"]
+def feed_forward(Z: torch.Tensor, WF: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """Seed 004's FF: Z[J, T] -> sigmoid(WF Z + beta) [J', T], the same map for every column."""
+    return torch.sigmoid(WF @ Z + beta[:, None])
 
 
 g = torch.Generator().manual_seed(3)
-T, Hh, K, I = 8, 2, 4, 3
-J = Hh * I
-H0 = torch.randn(J, T, generator=g)
-levels = [(torch.randn(Hh, K, J, generator=g), torch.randn(Hh, K, J, generator=g),
-           torch.randn(Hh, I, J, generator=g), torch.randn(J, J, generator=g), torch.zeros(J)) for _ in range(2)]
+T, H, K, I = 8, 2, 4, 3
+J = H * I
+MT0 = torch.randn(J, T, generator=g)
+levels = [(torch.randn(H, K, J, generator=g), torch.randn(H, K, J, generator=g),
+           torch.randn(H, I, J, generator=g), torch.randn(J, J, generator=g), torch.zeros(J)) for _ in range(2)]
 
-Hs = [H0]
-for WQ, WK, WV, WF, b in levels:
-    Hs.append(feed_forward(column_attention(Hs[-1], WQ, WK, WV), WF, b))
-for level, Hl in enumerate(Hs):
-    spread = Hl.std(dim=1).mean().item()
-    print(f"H_{level}: shape {tuple(Hl.shape)}, spread across items (mean std over t) {spread:.3f}")
-assert Hs[2].shape == H0.shape and ((Hs[2] > 0) & (Hs[2] < 1)).all()
+MTs = [MT0]
+for WQ, WK, WV, WF, beta in levels:
+    MTs.append(feed_forward(column_attention(MTs[-1], WQ, WK, WV), WF, beta))
+for level, MTl in enumerate(MTs):
+    spread = MTl.std(dim=1).mean().item()
+    print(f"level {level}: shape {tuple(MTl.shape)}, spread across items (mean std over t) {spread:.3f}")
+assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all()
 
-WQ, WK = levels[0][0], levels[0][1]
-A0 = torch.softmax((WK[0] @ H0).T @ (WQ[0] @ H0) / math.sqrt(K), dim=0)  # keys down, queries across
-assert torch.allclose(A0.sum(dim=0), torch.ones(T))
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
-im = axes[0].imshow(A0.numpy(), cmap="viridis")
-axes[0].set_xlabel("query item t")
-axes[0].set_ylabel("key item s")
-axes[0].set_title(r"level 1, head 0: $A_0[s, t]$")
-plt.colorbar(im, ax=axes[0], shrink=0.8)
-for ax, level in zip(axes[1:], (1, 2)):
-    im = ax.imshow(Hs[level].numpy(), cmap="magma", vmin=0, vmax=1)
+for ax, level in zip(axes, (0, 1, 2)):
+    im = ax.imshow(MTs[level].numpy(), cmap="magma", vmin=None if level == 0 else 0, vmax=None if level == 0 else 1)
     ax.set_xlabel("item t")
     ax.set_ylabel("coordinate j")
-    ax.set_title(f"$H_{level}$ (level {level}: heads, then FF)")
+    ax.set_title("the input" if level == 0 else f"level {level}: heads, then FF")
     plt.colorbar(im, ax=ax, shrink=0.8)
 plt.tight_layout()
 plt.show()
@@ -478,10 +519,11 @@ plt.show()
 #
 # **Sequential.**
 #
-# * *The layers.* Layer $\ell+1$ reads layer $\ell$'s output, so the $L$ layers of one
-#   forward pass run one after another: the depth of a forward pass is $L$ times the depth
-#   of a layer (Chapter 1 counts it). Different layers work in parallel only in a
-#   *pipeline*, on different micro-batches, never on the same input.
+# * *The layers, for one input.* Layer $\ell+1$ reads layer $\ell$'s output, so it cannot
+#   start before layer $\ell$ has produced it; the second level in Section 0.3 could not
+#   be computed before the first. Different layers work at the same time only in a
+#   *pipeline*, on different inputs (micro-batches), never on the same one. (What that
+#   costs in parallel time is a question of Chapter 1.)
 # * *Autoregressive decoding.* When a model generates text, token $t+1$ is chosen from the
 #   output at position $t$ and then fed back as the next input. Generating $T$ tokens takes
 #   $T$ forward passes one after another, each needing the previous one's output. (A cache
@@ -496,33 +538,26 @@ plt.show()
 # * *Training, even of a decoder.* With teacher forcing the inputs at all positions are
 #   known (they are the training text), and a **causal mask** (score $-\infty$ where the
 #   key comes after the query) makes position $t$ ignore the later positions. One pass of
-#   the layer then computes exactly what a token-by-token loop would: the loop is not
-#   needed.
+#   the layer then computes exactly what a position-by-position loop would: the loop is
+#   not needed.
 #
-# A layer has *depth* (a chain of sums within it, $O(\log J + \log K + \log T)$ with
-# parallel sums), but no dependency from one position to the next. The demo checks the
+# A layer still has sums in it, chains of additions that take time (Chapter 1 counts
+# them), but no dependency from one position's output to another's. The demo checks the
 # last claim: one masked pass against a loop in which position $t$ reads only the memory of
 # positions $0, \dots, t$ through your `dot_product_attention`.
 
 # %%
 g = torch.Generator().manual_seed(4)
 T, J, K = 7, 6, 4
-X = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ, WK, WV = (torch.randn(d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, J))
-Query, Key, Value = X @ WQ.T, X @ WK.T, X @ WV.T
+M = torch.randn(T, J, generator=g, dtype=torch.float64)
+WQ1, WK1, WV1 = (torch.randn(d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, J))  # one head
+Query, Key, Value = M @ WQ1.T, M @ WK1.T, M @ WV1.T
 
 # One pass: every position at once, later keys masked out.
 later = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)  # later[t, t'] = t' > t
-scores = (Query @ Key.T / math.sqrt(K)).masked_fill(later, float("-inf"))
-causal_weights = torch.softmax(scores, dim=1)
+masked = (Query @ Key.T / math.sqrt(K)).masked_fill(later, float("-inf"))
+causal_weights = torch.softmax(masked, dim=1)
 one_pass = causal_weights @ Value
-
-# Token by token: position t reads the memory of positions 0..t only.
-loop = torch.stack([dot_product_attention(Query[t], Key[:t + 1], Value[:t + 1]) for t in range(T)])
-
-diff = (one_pass - loop).abs().max().item()
-print(f"max |one masked pass - token-by-token loop| = {diff:.1e}")
-assert diff < 1e-12
 
 fig, ax = plt.subplots(figsize=(5, 4))
 im = ax.imshow(causal_weights.numpy(), cmap="viridis")
@@ -532,6 +567,14 @@ ax.set_title("causal attention weights (zero above the diagonal)")
 plt.colorbar(im, ax=ax, shrink=0.8)
 plt.tight_layout()
 plt.show()
+
+# %% tags=["answer-output"]
+# Position by position: position t reads the memory of positions 0..t only.
+loop = torch.stack([dot_product_attention(Query[t], Key[:t + 1], Value[:t + 1]) for t in range(T)])
+
+diff = (one_pass - loop).abs().max().item()
+print(f"max |one masked pass - position-by-position loop| = {diff:.1e}")
+assert diff < 1e-12
 
 # %% [markdown]
 # The two computations agree to rounding: with the inputs known, masking turns $T$

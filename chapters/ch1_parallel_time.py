@@ -4,18 +4,18 @@
 # A recurrent network must walk through a sentence one word after another. A Transformer
 # layer looks at every position at once. This chapter makes that statement exact: we write
 # one self-attention layer as tensor equations, implement it, and then count its
-# **parallel running time** — the length of the longest chain of operations that must
+# **parallel running time**: the length of the longest chain of operations that must
 # happen one after another when every independent operation runs at the same time.
 #
 # You will
 #
 # * implement `self_attention(M, WQ, WK, WV)` and `transformer(M, layers)` in PyTorch,
 #   working on whatever device and dtype the inputs have;
-# * derive the parallel running time of an $L$-layer Transformer when sums are serial and
-#   when they take logarithmic time, and give your answers as expressions such as
-#   `"L*(T + J)"`;
-# * measure one layer's wall-clock time against the sequence length $T$ and check it
-#   against PyTorch's fused `scaled_dot_product_attention`.
+# * derive the parallel running time of an $L$-layer Transformer, of one layer and of one
+#   softmax, when sums are serial and when they take logarithmic time, and give your
+#   answers as expressions such as `"H*T^2"`;
+# * time one layer against the sequence length $T$, next to PyTorch's fused attention
+#   kernel, and measure the depth of your own `transformer` with the book's profiler.
 #
 # The problems restate seed 000 (TTIC 31230, Transformer problems, Problem 1) and seed 002
 # (TTIC 31230 2020, Problem 4) in this book's notation.
@@ -23,33 +23,49 @@
 # %% [markdown]
 # ## Notation
 #
+# The book's letters (the [notation page](../front/notation.md) has the whole table), and
+# the same things in this chapter's seeds:
+#
 # | book | meaning | seed 000 P1 | seed 002 P4 |
 # |---|---|---|---|
 # | $M[t, j]$, $t < T$, $j < J$ | the sequence of vectors entering a layer | $M[\ell, t, j]$ | $h_{\text{in}}[t, J]$ |
+# | $t'$ | a second position (the key's) | $t'$ | $t_2$, also $t'$ |
 # | $\ell < L$ | layer | $\ell$ | (one layer) |
-# | $h < H$ | head | $h$ | $k$ |
+# | $h < H$ | head (numbered from 0) | $h$ (from 1) | $k$ (from 1) |
 # | $k < K$ | query/key coordinate | $k$ | $U$ (a dimension, $U < J$) |
-# | $i < I$, $J = H I$ | value coordinate | $i$ | $I$, with $I = J/K$ ($K$ heads) |
+# | $i < I$, $J = H I$ | value coordinate | $i$, $I = J/H$ | $I$, with $I = J/K$ ($K$ heads) |
 # | $W^Q[h,k,j]$, $W^K[h,k,j]$ | query and key weights | $W^Q[\ell,h,k,j]$, $W^K[\ell,h,k,j]$ | $W^Q[k,U,J]$, $W^K[k,U,J]$ |
 # | $W^V[h,i,j]$ | value weights | $W^V[\ell,h,i,j]$ | $W^V[k,I,J]$ |
-# | $s[h,t,t']$, $\alpha[h,t,t']$ | scores and attention | same | (scores unnamed), $\alpha[k,t_1,t_2]$ |
+# | $s[h,t,t']$, $\alpha[h,t,t']$ | scores and attention | $s[\ell,h,t,t']$, $\alpha[\ell,h,t,t']$ | (scores unnamed), $\alpha[k,t_1,t_2]$ |
+# | $V[h,t,i]$ | what attention returns | $V[\ell,h,t,i]$ | $\text{Out}[k,t,I]$ |
+# | $Z[h,t]$ | the softmax's normaliser | $Z$ | $Z$ |
+# | depth, work; $C$ | critical path, operations; processors | "parallel running time" | "parallel running time" |
 #
 # Careful: seed 002 uses $k$ for heads and $U$ for the query/key dimension; this book uses
 # $h$ for heads and $k < K$ for the query/key index throughout.
 #
+# **Relations between the sizes.** Every layer has $J = H I$ (the heads' values stacked
+# give a vector of width $J$ again), and the query/key and value sizes are at most the
+# width: $K \le J$, $I \le J$ (seed 002: "$U < J$"). The questions below state which of
+# these they use; an answer is judged as an order under the relations its question states.
+#
 # **Errata.** Seed 002 P4 writes the scores without the factor $1/\sqrt{K}$ that seed 000
 # (and the original Transformer) uses; this book always scales by $1/\sqrt{K}$ (it changes
-# no running time). Seed 000 numbers heads from 1; Python and this book number them from 0.
+# no running time). The seeds number heads from 1; Python and this book number them from 0.
+# Seed 000 writes "ℓ ranger over layers": ℓ *ranges* over layers.
 
 # %%
 import math
+import os
+import statistics
 import time
 
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 
 from attnlab.grading import is_grading
-from attnlab.testing import expect_answer, expect_close, expect_like, expect_shape
+from attnlab.testing import Explained, expect_answer, expect_close, expect_like, expect_shape
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -68,7 +84,7 @@ print("active device:", device)
 # \text{Key}[h,t,k] &= \sum_j W^K[h,k,j]\, M[t,j] \\
 # \text{Value}[h,t,i] &= \sum_j W^V[h,i,j]\, M[t,j] \\
 # s[h,t,t'] &= \frac{1}{\sqrt{K}} \sum_k \text{Query}[h,t,k]\, \text{Key}[h,t',k] \\
-# \alpha[h,t,t'] &= \operatorname*{softmax}_{t'}\; s[h,t,t'] = \frac{e^{s[h,t,t']}}{\sum_{t''} e^{s[h,t,t'']}} \\
+# \alpha[h,t,t'] &= \operatorname*{softmax}_{t'}\; s[h,t,t'] = \frac{e^{s[h,t,t']}}{Z[h,t]}, \qquad Z[h,t] = \sum_{t''} e^{s[h,t,t'']} \\
 # V[h,t,i] &= \sum_{t'} \alpha[h,t,t']\, \text{Value}[h,t',i] \\
 # M_{\text{out}}[t, :] &= V[0,t,:];\ V[1,t,:];\ \dots;\ V[H-1,t,:]
 # \end{aligned}
@@ -93,9 +109,9 @@ def self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torc
     Query = torch.einsum("hkj,tj->htk", WQ, M)
     Key = torch.einsum("hkj,tj->htk", WK, M)
     Value = torch.einsum("hij,tj->hti", WV, M)
-    s = torch.einsum("htk,hsk->hts", Query, Key) / math.sqrt(K)
+    s = torch.einsum("htk,huk->htu", Query, Key) / math.sqrt(K)
     alpha = torch.softmax(s, dim=-1)
-    V = torch.einsum("hts,hsi->hti", alpha, Value)
+    V = torch.einsum("htu,hui->hti", alpha, Value)
     H, T, I = V.shape
     return V.permute(1, 0, 2).reshape(T, H * I)
     ### END SOLUTION
@@ -117,32 +133,50 @@ expect_like(self_attention(M.float(), WQ.float(), WK.float(), WV.float()), M.flo
 
 # The output has H*I columns, which is J only when I = J/H.
 WV3 = torch.randn(H, 3, J, generator=g, dtype=torch.float64)
-expect_shape(self_attention(M, WQ, WK, WV3), (T, H * 3), "self_attention with WV[2,3,8]",
+try:
+    out3 = self_attention(M, WQ, WK, WV3)
+except RuntimeError as exc:
+    raise Explained(f"self_attention with WV[2,3,8] (I = 3, so H*I = 6 != J = 8) raised: {exc}. "
+                    "The output has H*I columns, not J: reshape to (T, H*I), or (T, -1).") from None
+expect_shape(out3, (T, H * 3), "self_attention with WV[2,3,8]",
              hint="The output has H*I columns (here 6), not J: reshape to (T, H*I).")
 
 # By hand: WQ = WK = 1 (H=1, K=4, J=1), WV = 1, M = [[1], [0]].
-# s[0,0] = 4/sqrt(4) = 2 and every other score is 0, so
-# out[0] = e^2 / (e^2 + 1) = 0.8808 and out[1] = 1/2.
+# s[0,0,0] = 4/sqrt(4) = 2 and every other score is 0, so out = [[e^2/(e^2+1)], [1/2]] = [[0.881], [0.5]].
 ones = torch.ones(1, 4, 1, dtype=torch.float64)
 M1 = torch.tensor([[1.0], [0.0]], dtype=torch.float64)
-expected = torch.tensor([[math.exp(2) / (math.exp(2) + 1)], [0.5]], dtype=torch.float64)
-expect_close(self_attention(M1, ones, ones, torch.ones(1, 1, 1, dtype=torch.float64)), expected,
-             "self_attention on the hand-checked example",
-             hint="Scale the scores by 1/sqrt(K) (without it out[0] would be e^4/(e^4+1) = 0.982), "
-                  "and take the softmax over t', the key position.")
+got = self_attention(M1, ones, ones, torch.ones(1, 1, 1, dtype=torch.float64))
+expect_shape(got, (2, 1), "self_attention on the hand-checked example")
+e2, e4 = math.exp(2), math.exp(4)
+mistakes = {  # what some common mistakes give on this example (worked out by hand)
+    "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 1)], [0.5]],
+    "the softmax runs over t, the query position; it must run over t', the key position": [[e2 / (e2 + 1)],
+                                                                                          [1 / (e2 + 1)]],
+}
+for mistake, wrong in mistakes.items():
+    if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained(f"On the hand-checked example you return {got.flatten().tolist()}: {mistake}.")
+expect_close(got, torch.tensor([[e2 / (e2 + 1)], [0.5]], dtype=torch.float64),
+             "self_attention on the hand-checked example (expected [[0.881], [0.5]])",
+             hint="Scores Query . Key / sqrt(K), softmax over t' (the key position), then the weighted average "
+                  "of the values over t'.")
+
+# Heads are concatenated in order, head 0 first: columns h*I .. (h+1)*I - 1 are head h alone.
+heads = [self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]  # your one-head layers
+if torch.allclose(out, torch.stack(heads).reshape(T, H * I)):
+    raise Explained("The heads are reshaped without permuting: V[h, t, i] reshaped straight to [T, H*I] puts "
+                    "head 0's rows t = 0, 1 side by side in row 0, mixing positions and heads. Permute V to "
+                    "[T, H, I] first, then reshape.")
+for h in range(H):
+    expect_close(out[:, h * I:(h + 1) * I], heads[h], f"columns {h * I}..{(h + 1) * I - 1} of the output",
+                 hint=f"These columns must be head {h} alone: concatenate V[0,t,:]; V[1,t,:]; ... "
+                      "(permute V[H, T, I] to [T, H, I], then reshape to [T, H*I]).")
 
 # Attention has no notion of order: permuting the rows of M permutes the output rows.
 perm = torch.tensor([3, 0, 4, 1, 2])
 expect_close(self_attention(M[perm], WQ, WK, WV), out[perm], "self_attention(M[perm])",
-             hint="self_attention(M[perm]) must equal self_attention(M)[perm]; check that the softmax "
-                  "runs over t' and that the values are summed over t'.")
-
-# Heads are concatenated in order, head 0 first.
-for h in range(H):
-    expect_close(out[:, h * I:(h + 1) * I], self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]),
-                 f"columns {h * I}..{(h + 1) * I - 1} of the output",
-                 hint=f"These columns must be head {h} alone: concatenate V[0,t,:]; V[1,t,:]; ... "
-                      "(permute to [T, H, I] before reshaping, not [H, I, T]).")
+             hint="self_attention(M[perm]) must equal self_attention(M)[perm]: every position is treated alike, "
+                  "and the values are summed over t', the key position.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -153,13 +187,14 @@ hidden_check("ch1.self_attention", self_attention)
 # ## 1.2 Stacking layers
 #
 # The Transformer of seed 000 is a stack of $L$ such layers,
-# $M_{\ell+1} = \text{self\_attention}(M_\ell, W^Q_\ell, W^K_\ell, W^V_\ell)$ for $\ell < L$,
+# $M_{\ell+1} = \mathtt{self\_attention}(M_\ell, W^Q_\ell, W^K_\ell, W^V_\ell)$ for $\ell < L$,
 # with $J = HI$ in every layer. (A production Transformer adds residual connections, layer
-# normalisation and a feed-forward block; none of them changes the parallel time by more
-# than a constant per layer, so the seeds leave them out and so do we.)
+# normalisation and a feed-forward block; the seeds leave them out and so do we.)
 #
 # **Problem 1.2.** Implement `transformer(M, layers)`, where `layers` is a list of
-# `(WQ, WK, WV)` triples. Zero layers return `M` unchanged.
+# `(WQ, WK, WV)` triples, using your `self_attention`. Zero layers return `M` unchanged.
+# (It is graded with your own `self_attention` inside: a mistake in Problem 1.1 is not
+# charged twice.)
 
 # %% nbgrader={"grade": false, "grade_id": "transformer", "locked": false, "schema_version": 3, "solution": true}
 def transformer(M: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
@@ -178,7 +213,11 @@ J = H * I
 M = torch.randn(T, J, generator=g)
 layers = [tuple(torch.randn(H, d, J, generator=g) / J**0.5 for d in (K, K, I)) for _ in range(3)]
 expect_close(transformer(M, []), M, "transformer(M, [])", hint="With no layers, return M unchanged.")
-expect_close(transformer(M, layers[:1]), self_attention(M, *layers[0]), "transformer with one layer")
+expect_close(transformer(M, layers[:1]), self_attention(M, *layers[0]), "transformer with one layer",
+             hint="One layer is one call of your self_attention.")
+if torch.allclose(transformer(M, layers), self_attention(M, *layers[-1])):
+    raise Explained("transformer(M, three layers) equals the last layer applied to M: every layer must read "
+                    "the previous layer's output, not the input M.")
 expected = self_attention(self_attention(self_attention(M, *layers[0]), *layers[1]), *layers[2])
 expect_close(transformer(M, layers), expected, "transformer with three layers",
              hint="Each layer must take the previous layer's output as its input, in order.")
@@ -195,21 +234,21 @@ hidden_check("ch1.transformer", transformer)
 # once, and an operation can start as soon as its inputs exist. The **parallel running
 # time** (the *depth*) of a computation is then the length of its longest chain of
 # dependent operations. Constant factors do not matter: answer with the order, as an
-# expression in the named sizes (write `"L*(T + J)"`, `"O(L T^2)"` or `"L(\log T)"`; any
+# expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `"J(\log T)^2"`; any
 # expression of the same order is accepted, constants and lower-order terms are ignored).
 #
-# The layers must run one after another, so the Transformer's time is $L$ times the time of
-# one layer. Inside a layer, the only operations that are not trivially parallel are the
-# sums: the projections sum over $j$, the scores over $k$, the softmax's normaliser
-# $Z[h,t] = \sum_{t'} e^{s[h,t,t']}$ over $t'$, and the weighted average over $t'$.
+# A **sum of $N$ terms** is the one operation that is not trivially parallel: the problems
+# say how long it takes. Every other operation (a product, an exponential, a division, a
+# concatenation) takes time $O(1)$ once its inputs exist.
 #
 # **Problem 1.3 (seed 000 P1a).** Assume every summation over $N$ terms is done serially
 # (time $N$) while everything else is maximally parallel. Give the order of the parallel
-# running time of an $L$-layer Transformer as a function of $L, T, H, J, K$ in
-# `PARALLEL_TIME_SERIAL`.
+# running time of the $L$-layer Transformer of Section 1.2 (computing $M_L$ from $M_0$) as a
+# function of $L, T, H, J, K$ in `PARALLEL_TIME_SERIAL`. The sizes satisfy $J = HI$,
+# $K \le J$ and $I \le J$.
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_serial", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, as a string, e.g. "L*(T + J)".
+# An expression in L, T, H, J, K, as a string, e.g. "H*T^2".
 ### BEGIN SOLUTION
 PARALLEL_TIME_SERIAL = "L*(J + K + T)"
 ### END SOLUTION
@@ -225,10 +264,11 @@ hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
 # %% [markdown]
 # **Problem 1.4 (seed 000 P1b).** A sum over $N$ terms can be done in parallel in
 # $O(\log N)$ time, by adding pairs, then pairs of pairs, and so on. Repeat Problem 1.3
-# assuming every summation takes logarithmic time: `PARALLEL_TIME_LOG`, in $L, T, H, J, K$.
+# assuming every summation takes logarithmic time: `PARALLEL_TIME_LOG`, in $L, T, H, J, K$,
+# again with $J = HI$, $K \le J$ and $I \le J$.
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_log", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, e.g. "L*log(T)".
+# An expression in L, T, H, J, K, e.g. "J*log(L)".
 ### BEGIN SOLUTION
 PARALLEL_TIME_LOG = "L*(log(J) + log(K) + log(T))"
 ### END SOLUTION
@@ -243,13 +283,15 @@ hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
 
 # %% [markdown]
 # **Problem 1.5 (seed 002 P4a).** Fix a head $h$ and a query position $t$. First the
-# scores $s[h,t,t']$ are computed for every $t'$, then the normaliser $Z$ and the
-# attention weights. With logarithmic-time sums, what is the parallel time of this softmax
-# (scores included) as a function of $T$ and $K$? Answer in `SOFTMAX_TIME`.
+# scores $s[h,t,t']$ are computed for every $t'$, then the normaliser $Z[h,t]$ and the
+# attention weights $\alpha[h,t,\cdot]$. With logarithmic-time sums, what is the parallel
+# time of this softmax (scores included) as a function of $T$ and $K$? Answer in
+# `SOFTMAX_TIME`.
 #
 # In practice a GPU computes each inner product of length $K$ serially inside one thread,
 # while the sum over $t'$ is still a parallel reduction. Under that assumption (inner
-# products serial, the sum for $Z$ logarithmic), answer again in `SOFTMAX_TIME_PRACTICE`.
+# products serial, the sum for $Z$ logarithmic), answer again in `SOFTMAX_TIME_PRACTICE`,
+# as a function of $T$ and $K$.
 
 # %% nbgrader={"grade": false, "grade_id": "softmax_time", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T and K.
@@ -275,19 +317,33 @@ hidden_check("ch1.SOFTMAX_TIME_PRACTICE", SOFTMAX_TIME_PRACTICE)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Problem 1.6 (seed 002 P4b).** Now the whole layer, in the "practice" model: inner
-# products (the sums over $j$ and over $k$) are serial, the sums over positions $t'$ are
-# logarithmic. Since $K \le J$ and $I \le J$, express the order of one layer's parallel
-# time in $T$ and $J$ only: `LAYER_TIME_PRACTICE`.
+# **Problem 1.6 (seed 002 P4b).** Now one whole self-attention layer (Section 1.1, all
+# heads), computing $M_{\text{out}}$ from $M$. With logarithmic-time sums, what is the order
+# of its parallel running time as a function of $T$, $J$ and $K$? Answer in `LAYER_TIME`.
+#
+# Then the "practice" model of Problem 1.5: inner products (the sums over $j$ and over $k$)
+# are serial, the sums over positions $t'$ are logarithmic. Answer again in
+# `LAYER_TIME_PRACTICE`, as a function of $T$, $J$ and $K$.
+#
+# Both with $J = HI$, $K \le J$ and $I \le J$ (seed 002: "$I$ and $U$ are both less than $J$").
 
-# %% nbgrader={"grade": false, "grade_id": "layer_time_practice", "locked": false, "schema_version": 3, "solution": true}
-# An expression in T and J.
+# %% nbgrader={"grade": false, "grade_id": "layer_time", "locked": false, "schema_version": 3, "solution": true}
+# Expressions in T, J and K.
 ### BEGIN SOLUTION
+LAYER_TIME = "log(T) + log(J)"
 LAYER_TIME_PRACTICE = "J + log(T)"
 ### END SOLUTION
 
+# %% nbgrader={"grade": true, "grade_id": "test_layer_time", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(LAYER_TIME, ["T", "J", "K"], "LAYER_TIME")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch1.LAYER_TIME", LAYER_TIME)
+### END HIDDEN TESTS
+
 # %% nbgrader={"grade": true, "grade_id": "test_layer_time_practice", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-expect_answer(LAYER_TIME_PRACTICE, ["T", "J"], "LAYER_TIME_PRACTICE")
+expect_answer(LAYER_TIME_PRACTICE, ["T", "J", "K"], "LAYER_TIME_PRACTICE")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -297,61 +353,135 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # %% [markdown] tags=["solutions-only"]
 # ### Worked solution
 #
-# *Serial sums.* Layers are sequential, so the time is $L$ times one layer. In a layer,
-# the three projections run in parallel over $h, t, k, i$ and each sums over $j$: time
-# $O(J)$. The scores run in parallel over $h, t, t'$ and sum over $k$: $O(K)$. The softmax
-# is parallel over $h, t$ but its normaliser sums over $t'$: $O(T)$. The weighted average
-# is parallel over $h, t, i$ and sums over $t'$: $O(T)$. Concatenation moves no data that
-# anything waits on: $O(1)$. In all, $O(L(J + K + T))$.
+# *Serial sums (seed 000 P1a).* Layer $\ell+1$ reads layer $\ell$'s output, so the layers
+# run one after another: the time is $L$ times one layer's. In a layer, the three
+# projections run in parallel over $h, t, k, i$ and each sums over $j$: time $O(J)$. The
+# scores run in parallel over $h, t, t'$ and sum over $k$: $O(K)$. The softmax is parallel
+# over $h, t$ but its normaliser sums over $t'$: $O(T)$. The weighted average is parallel
+# over $h, t, i$ and sums over $t'$: $O(T)$. Concatenation moves no data that anything
+# waits on: $O(1)$. In all, $O(L(J + K + T))$; with $K \le J$ this is also $O(L(J + T))$.
 #
-# *Logarithmic sums.* Replace every sum over $N$ terms by $\lceil \log_2 N\rceil$:
-# $O(L(\log J + \log K + \log T))$. The Transformer's depth grows only logarithmically in
-# the sequence length, against $O(T)$ for an RNN that must walk through the positions.
+# *Logarithmic sums (seed 000 P1b).* Replace every sum over $N$ terms by
+# $\lceil \log_2 N\rceil$: $O(L(\log J + \log K + \log T))$. The Transformer's depth grows
+# only logarithmically in the sequence length, against $O(T)$ for an RNN that must walk
+# through the positions.
 #
 # *One softmax (seed 002 P4a).* Scores: an inner product of length $K$, $O(\log K)$; then
 # $Z$, a sum over $T$ terms, $O(\log T)$: in all $O(\log T + \log K)$. With serial inner
 # products, $O(K + \log T)$.
 #
-# *One layer in practice (seed 002 P4b).* $O(J)$ for the projections, $O(K)$ for the
-# scores, $O(\log T)$ for $Z$ and the average: $O(J + K + \log T) = O(J + \log T)$ as
-# $K \le J$.
+# *One layer (seed 002 P4b).* $O(\log J)$ for the projections, $O(\log K)$ for the scores,
+# $O(\log T)$ for $Z$ and the average: $O(\log T + \log J + \log K) = O(\log T + \log J)$ as
+# $K \le J$. In practice: $O(J)$ for the projections, $O(K)$ for the scores, $O(\log T)$
+# for $Z$ and the average: $O(J + K + \log T) = O(J + \log T)$.
 
 # %% [markdown]
 # ## 1.4 Measure it
 #
 # Depth is what an ideal machine with unlimited processors would see. A real device has a
-# fixed number $P$ of processors, and Brent's bound says that a computation of total work
-# $W$ and depth $D$ runs in time at most $W/P + D$. One layer does $W = \Theta(T^2 K H + T J (2K + I) H)$
-# work, so on a CPU with a few cores the $W/P$ term dominates and the wall-clock grows like
-# $T^2$; on a GPU the $T^2$ growth only appears once $T^2 H$ exceeds the number of cores.
+# fixed number $C$ of processors, and Brent's bound says that a computation runs on it in
+# time at most $\text{work}/C + \text{depth}$. One layer does
+# $\text{work} = \Theta\big(T^2 (K + I) H + T J (2K + I) H\big)$ scalar operations (the
+# scores and the weighted average over all pairs of positions, then the three projections),
+# so on a CPU with a few cores the work term dominates and the wall-clock grows like $T^2$;
+# on a GPU the $T^2$ growth only appears once $T^2 H$ exceeds what its cores do at once.
 #
-# First a correctness check against PyTorch's fused attention: `scaled_dot_product_attention`
-# takes per-head queries, keys and values $[H, T, \cdot]$ and returns $V[H, T, I]$.
+# PyTorch's `scaled_dot_product_attention` computes the middle of a layer, from the per-head
+# queries, keys and values to $V$. It has several kernels: a *math* kernel that does what
+# your einsums do (it stores the $T\times T$ scores of every head), and *fused* kernels
+# (flash attention, memory-efficient attention, cuDNN on a GPU; a flash kernel on the CPU)
+# that stream over the keys and never store the scores. A fused kernel runs only on 4-D
+# inputs $[B, H, T, K]$ whose last dimension is contiguous in memory; on 3-D inputs every
+# fused kernel refuses and the math kernel runs. So the comparison below gives it 4-D
+# inputs and says which kernel ran.
+#
+# First a correctness check of your layer against the fused kernel:
 
 # %%
-import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+FUSED = {"_scaled_dot_product_flash_attention": "flash", "_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
+         "_scaled_dot_product_efficient_attention": "memory-efficient",
+         "_scaled_dot_product_cudnn_attention": "cuDNN", "_flash_attention_forward": "flash"}
+
+
+class KernelWatch(TorchDispatchMode):
+    """Records the aten operations a computation runs and the largest tensor it allocates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+        self.largest_bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.ops.append(func.overloadpacket.__name__)
+        if not func.is_view:  # a view shares its input's memory
+            sizes = [t.numel() * t.element_size() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.largest_bytes = max([self.largest_bytes, *sizes])
+        return out
+
+    @property
+    def kernel(self) -> str:
+        """Which attention kernel ran: a fused one by name, else the unfused math path."""
+        fused = [FUSED[op] for op in self.ops if op in FUSED]
+        return fused[0] if fused else "math (unfused)"
+
+
+def projections(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> list[torch.Tensor]:
+    """Query, Key [1, H, T, K] and Value [1, H, T, I], 4-D with the last dimension contiguous."""
+    T, J = M.shape
+    return [(M @ W.reshape(-1, J).T).reshape(T, W.shape[0], W.shape[1]).transpose(0, 1)[None] for W in (WQ, WK, WV)]
+
+
+def fused_layer(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+    """The same layer through scaled_dot_product_attention on 4-D inputs: M[T, J] -> [T, H*I]."""
+    V = F.scaled_dot_product_attention(*projections(M, WQ, WK, WV))[0]  # [H, T, I], scaled by 1/sqrt(K)
+    return V.transpose(0, 1).reshape(M.shape[0], -1)
+
+
+def math_layer(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+    """The same layer through scaled_dot_product_attention on 3-D inputs [H, T, .]: the math kernel."""
+    V = F.scaled_dot_product_attention(*(x[0] for x in projections(M, WQ, WK, WV)))
+    return V.transpose(0, 1).reshape(M.shape[0], -1)
+
 
 g = torch.Generator().manual_seed(2)
 T, H, K, I = 128, 4, 16, 16
 J = H * I
 M = torch.randn(T, J, generator=g, dtype=torch.float64).to(device)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64).to(device) / J**0.5 for d in (K, K, I))
-Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M) for W in (WQ, WK, WV))
-fused = F.scaled_dot_product_attention(Query, Key, Value)  # [H, T, I], scaled by 1/sqrt(K)
-ours = self_attention(M, WQ, WK, WV)
-err = (ours - fused.permute(1, 0, 2).reshape(T, H * I)).abs().max().item()
+assert all(x.dim() == 4 and x.stride(-1) == 1 for x in projections(M, WQ, WK, WV))
+with KernelWatch() as watch:
+    fused = fused_layer(M, WQ, WK, WV)
+print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {watch.kernel}")
+
+# %% tags=["answer-output"]
+err = (self_attention(M, WQ, WK, WV) - fused).abs().max().item()
 print(f"max |self_attention - scaled_dot_product_attention| = {err:.2e}")
 assert err < 1e-10
 
 
 # %% [markdown]
 # Now the wall-clock of one layer against $T$ on the active device ($J = 256$, $H = 4$,
-# $K = I = 64$, float32), ours against the fused kernel, best of five runs.
+# $K = I = 64$; float32 on a CPU, bfloat16 on a GPU, where the flash kernels need 16-bit
+# floats): your `self_attention`, the same layer through the math kernel (3-D inputs), and
+# through the fused kernel PyTorch picks for 4-D inputs (on a GPU also each fused kernel
+# forced in turn). Each point is the **median** of repeated runs after two warm-up runs;
+# the bars span the middle half of the runs (25th to 75th percentile), so a run disturbed
+# by another process on a shared machine moves the bar, not the point. (On a CPU that is
+# busy with other work, the timing runs on one thread: the threads of a parallel region
+# would wait for each other's time slices. The output says which.) Alongside, the
+# largest tensor each computation allocates: the $H\times T\times T$ scores of the unfused
+# ones, $H T^2 \times$ (bytes per number), which the fused kernel never stores.
 
 # %%
-def wall_clock(fn, *args, repeats: int = 5) -> float:
-    """Best-of-`repeats` seconds of fn(*args), after one warm-up (the best run is the least disturbed)."""
-    fn(*args)
+def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
+    """Seconds of `repeats` runs of fn(*args) after `warmup` runs (synchronising a GPU around each)."""
+    for _ in range(warmup):
+        fn(*args)
     times = []
     for _ in range(repeats):
         if device.type == "cuda":
@@ -361,48 +491,96 @@ def wall_clock(fn, *args, repeats: int = 5) -> float:
         if device.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return times
 
 
-def fused_layer(M, WQ, WK, WV):
-    """The same layer through scaled_dot_product_attention."""
-    Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M) for W in (WQ, WK, WV))
-    V = F.scaled_dot_product_attention(Query, Key, Value)
-    return V.permute(1, 0, 2).reshape(M.shape[0], -1)
+def forced(backend: SDPBackend):
+    """fused_layer with only `backend` allowed (raises if that kernel cannot run these inputs)."""
+    def layer(*args):
+        with sdpa_kernel([backend]):
+            return fused_layer(*args)
+    return layer
 
 
 H, K, I = 4, 64, 64
 J = H * I
-Ts = [] if is_grading() else [64, 128, 256, 512, 1024]
-Ts += [2048, 4096] if Ts and device.type == "cuda" else []
+dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+# On a CPU shared with other work (load average above the core count), the threads of one parallel
+# region wait for each other's time slices and small T time nonsense: time on one thread there.
+threads = torch.get_num_threads()
+if device.type == "cpu" and os.getloadavg()[0] > (os.cpu_count() or 1):
+    threads = 1
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: timing on 1 thread")
+methods = {"self_attention (einsum)": self_attention, "math kernel (3-D inputs)": math_layer,
+           "fused, PyTorch's choice (4-D inputs)": fused_layer}
+if device.type == "cuda":
+    methods |= {f"forced {name}": forced(b) for name, b in [("flash", SDPBackend.FLASH_ATTENTION),
+                                                          ("memory-efficient", SDPBackend.EFFICIENT_ATTENTION),
+                                                          ("cuDNN", SDPBackend.CUDNN_ATTENTION)]}
+Ts = [] if is_grading() else ([256, 512, 1024, 2048, 4096, 8192, 16384] if device.type == "cuda"
+                              else [64, 128, 256, 512, 1024])
 g = torch.Generator().manual_seed(3)
-WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device) / J**0.5 for d in (K, K, I))
-ours_s, fused_s = [], []
+WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device, dtype) / J**0.5 for d in (K, K, I))
+runs = {name: [] for name in methods}      # per method: the list of run times at each T
+largest = {name: [] for name in methods}   # per method: the largest tensor at each T, bytes
+kernels = {}
+all_threads = torch.get_num_threads()
+torch.set_num_threads(threads)
 with torch.no_grad():
     for T in Ts:
-        M = torch.randn(T, J, generator=g).to(device)
-        ours_s.append(wall_clock(self_attention, M, WQ, WK, WV))
-        fused_s.append(wall_clock(fused_layer, M, WQ, WK, WV))
-for T, a, b in zip(Ts, ours_s, fused_s):
-    print(f"T = {T:5d}: self_attention {a * 1e3:8.2f} ms   fused {b * 1e3:8.2f} ms")
+        M = torch.randn(T, J, generator=g).to(device, dtype)
+        for name, fn in list(methods.items()):
+            try:
+                with KernelWatch() as watch:
+                    fn(M, WQ, WK, WV)
+            except RuntimeError as exc:  # a forced kernel that cannot run here
+                print(f"{name}: not available ({str(exc).splitlines()[0][:80]})")
+                del methods[name], runs[name], largest[name]
+                continue
+            kernels[name] = watch.kernel
+            largest[name].append(watch.largest_bytes)
+            runs[name].append(timings(fn, M, WQ, WK, WV))
+torch.set_num_threads(all_threads)
+print(f"device {device.type}, dtype {dtype}, {threads} thread(s), H={H}, K=I={K}, J={J}")
+for name in methods:
+    print(f"  {name}: ran {kernels.get(name, '-')}")
+for k, T in enumerate(Ts):
+    cells = [f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods]
+    scores_mib = H * T * T * torch.finfo(dtype).bits // 8 / 2**20
+    print(f"T = {T:5d}: " + "  ".join(cells) + f"   (scores {scores_mib:7.1f} MiB)")
 
 # %%
 if Ts:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog(Ts, ours_s, "o-", label="self_attention (einsum)")
-    ax.loglog(Ts, fused_s, "s-", label="scaled_dot_product_attention")
-    ref = [ours_s[-1] * (T / Ts[-1]) ** 2 for T in Ts]
-    ax.loglog(Ts, ref, "k--", alpha=0.5, label=r"$\propto T^2$ (the work)")
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel("seconds per layer")
-    ax.set_title(f"One self-attention layer on {device.type} (J={J}, H={H}, K=I={K})")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    for name in methods:
+        q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in runs[name]))
+        axes[0].errorbar(Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
+                         marker="o", capsize=3, label=f"{name}: {kernels[name]}")
+        axes[1].loglog(Ts, largest[name], "o-", label=name)
+    first = statistics.median(runs["self_attention (einsum)"][-1])
+    axes[0].plot(Ts, [first * (T / Ts[-1]) ** 2 for T in Ts], "k--", alpha=0.5, label=r"$\propto T^2$ (the work)")
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("sequence length T")
+    axes[0].set_ylabel("seconds per layer (median, bars: quartiles)")
+    axes[0].set_title(f"One layer on {device.type}, {str(dtype).removeprefix('torch.')}")
+    axes[0].legend(fontsize=8)
+    bytes_per = torch.finfo(dtype).bits // 8
+    axes[1].loglog(Ts, [H * T * T * bytes_per for T in Ts], "k--", alpha=0.5, label=r"$H T^2$ scores")
+    axes[1].set_xlabel("sequence length T")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_ylabel("largest tensor allocated (bytes)")
+    axes[1].set_title("Memory: the T x T scores")
+    axes[1].legend(fontsize=8)
+    plt.tight_layout()
     plt.show()
 
 # %% [markdown]
-# On a CPU the curve bends towards the $T^2$ line: with a handful of cores the machine is
-# bound by the work, not by the depth. The depth itself, which is what the problems above
-# ask about, is measured directly by the book's parallel-time profiler in the next section.
+# On a CPU the einsum and math curves bend towards the $T^2$ line: with a handful of cores
+# the machine is bound by the work, not by the depth. The fused kernel does the same work
+# without writing the scores out, which saves memory traffic; its largest tensor grows
+# like $T$, not $T^2$. The depth itself, which is what the problems above ask about, is
+# measured directly by the book's parallel-time profiler in the next section.
 #
 # ## 1.5 Depth, measured
 #
@@ -411,16 +589,51 @@ if Ts:
 # PyTorch operation: an elementwise operation costs 1, reshapes and concatenation cost 0, a
 # sum over $N$ terms costs $N$ (model `"serial"`) or $\lceil\log_2 N\rceil$ (model `"log"`),
 # a contraction costs one multiply plus the sum over its reduced index, and a softmax costs
-# exp + sum + divide. It returns the depth $D$ (the critical path) and the work $W$ (all
-# scalar operations). Below, the measured depth of a 2-layer Transformer against $T$, with
-# your answers to Problems 1.3 and 1.4 drawn over it (scaled by one fitted constant, since an
-# order has no constant).
+# exp + sum + divide. It returns the depth (the critical path) and the work (all scalar
+# operations). Below, the measured depth of a 2-layer Transformer against $T$.
 
 # %%
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
 
+L, H, K, I = 2, 4, 16, 16
+J = H * I
+layer_shapes = [((H, K, J), (H, K, J), (H, I, J))] * L
+depth_Ts = [] if is_grading() else [2**k for k in range(2, 21)]
+depths = {model: [parallel_time(transformer, (T, J), layer_shapes, model=model).depth for T in depth_Ts]
+          for model in ("serial", "log")}
 
+
+def depth_axes() -> list:
+    """The two panels of measured depth against T (serial sums, log sums)."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, model in zip(axes, ("serial", "log")):
+        ax.plot(depth_Ts, depths[model], "o", label=f"measured depth ({model} sums)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log" if model == "serial" else "linear")
+        ax.set_xlabel("sequence length T")
+        ax.set_ylabel("depth (parallel time)")
+        ax.set_title(f"{L}-layer Transformer, J={J}, K={K}: {model} sums")
+    return axes
+
+
+if depth_Ts:
+    for ax in depth_axes():
+        ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+    print("one layer, T = 1,000,000:", parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
+
+# %% [markdown]
+# The serial depth climbs by $2L$ per unit of $T$ (in each of the $L$ layers, two sums run
+# over $t'$: the softmax's normaliser and the weighted average), while the log depth climbs
+# by only $2L$ each time $T$ doubles.
+#
+# Now draw your answers to Problems 1.3 and 1.4 over the measurements, each scaled by one
+# fitted constant (an order has no constant). If an answer has the right order, its curve
+# follows the points. (This cell shows your own answers: run it yourself.)
+
+# %% tags=["answer-output"]
 def evaluate(answer: str, variables: list[str], **sizes: float) -> float | None:
     """Your answer string evaluated at the given sizes (None if not answered yet)."""
     try:
@@ -437,54 +650,36 @@ def fitted(measured: list[float], predicted: list[float]) -> list[float]:
     return [c * p for p in predicted]
 
 
-L, H, K, I = 2, 4, 16, 16
-J = H * I
-layer_shapes = [((H, K, J), (H, K, J), (H, I, J))] * L
-Ts = [2**k for k in range(2, 21)] if not is_grading() else []
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for ax, model, name in zip(axes, ("serial", "log"), ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
-    depths = [parallel_time(transformer, (T, J), layer_shapes, model=model).depth for T in Ts]
-    if not Ts:
-        break
-    ax.plot(Ts, depths, "o", label=f"measured depth ({model} sums)")
-    answer = globals().get(name)
-    predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], L=L, T=T, H=H, J=J, K=K) for T in Ts]
-    if None not in predicted:
-        ax.plot(Ts, fitted(depths, predicted), "-", label=f"your {name} = {answer!r}, fitted")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log" if model == "serial" else "linear")
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel("depth (parallel time)")
-    ax.set_title(f"{L}-layer Transformer, J={J}, K={K}: {model} sums")
-    ax.legend(fontsize=8)
-if Ts:
+if depth_Ts:
+    for ax, model, name in zip(depth_axes(), ("serial", "log"), ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
+        answer = globals().get(name)
+        predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], L=L, T=T, H=H, J=J, K=K) for T in depth_Ts]
+        if None not in predicted:
+            ax.plot(depth_Ts, fitted(depths[model], predicted), "-", label=f"your {name} = {answer!r}, fitted")
+        ax.legend(fontsize=8)
     plt.tight_layout()
     plt.show()
-    print("depth of one layer, T = 1,000,000:",
-          parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
 
 # %% [markdown]
-# The serial depth climbs by $2$ per unit of $T$ (two sums over $t'$: the softmax's normaliser
-# and the weighted average), while the log depth climbs by only $2L$ each time $T$ doubles.
-#
-# **Brent's bound.** A machine with $P$ processors runs a computation of work $W$ and depth
-# $D$ in time at most $W/P + D$ (schedule each level of the critical path greedily). The
-# profiler reports $W/P + D$ as `ParallelTime.brent(P)`. Below, one layer's measured
-# wall-clock from Section 1.4 against $W/P + D$ for this device's $P$, converted to seconds by
-# one fitted constant (seconds per scalar operation).
+# **Brent's bound.** A machine with $C$ processors runs a computation in time at most
+# $\text{work}/C + \text{depth}$ (schedule each level of the critical path greedily). The
+# profiler reports it as `ParallelTime.brent(C)`. Below, one layer's measured wall-clock
+# from Section 1.4 (your `self_attention`, medians) against $\text{work}/C + \text{depth}$
+# for the $C$ it ran with (the CPU threads of the timing, or a GPU's cores), converted to
+# seconds by one fitted constant (seconds per scalar operation).
 
 # %%
-if Ts and ours_s:
-    timed_Ts = [64, 128, 256, 512, 1024] + ([2048, 4096] if device.type == "cuda" else [])
-    P = (torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda"
-         else torch.get_num_threads())
+if Ts and depth_Ts:
+    C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" else threads
     H1, K1, I1 = 4, 64, 64
     J1 = H1 * I1
+    measured = [statistics.median(r) for r in runs["self_attention (einsum)"]]
     bounds = [parallel_time(self_attention, (T, J1), (H1, K1, J1), (H1, K1, J1), (H1, I1, J1),
-                            model="log").brent(P) for T in timed_Ts]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog(timed_Ts, ours_s, "o-", label="measured wall-clock")
-    ax.loglog(timed_Ts, fitted(ours_s, bounds), "k--", label=f"Brent: (W/P + D) x fitted s/op, P={P}")
+                            model="log").brent(C) for T in Ts]
+    scale = math.exp(sum(math.log(m / b) for m, b in zip(measured, bounds)) / len(bounds))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ax.loglog(Ts, measured, "o-", label="measured wall-clock (median)")
+    ax.loglog(Ts, [scale * b for b in bounds], "k--", label=f"Brent: (work/C + depth) x fitted s/op, C={C}")
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("seconds per layer")
     ax.set_title(f"One layer on {device.type}: wall-clock against Brent's bound")

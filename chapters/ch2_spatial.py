@@ -3,15 +3,15 @@
 #
 # A convolutional network runs over a sequence in one dimension and over an image in two.
 # The same holds for self-attention: replace the position $t$ by a pixel $(x, y)$ and every
-# pixel attends to every other pixel. This chapter writes that layer down, implements it,
-# shows that it is exactly the one-dimensional layer of Chapter 1 run on the image's
-# pixels listed in a row, draws what its heads look at on a small image, and counts its
-# parallel running time.
+# pixel attends to every other pixel. This chapter asks you to write that layer down,
+# implement it, and count its parallel running time; then it compares the layer with
+# Chapter 1's, draws what its heads look at on a small image, and measures its depth.
 #
 # You will
 #
-# * implement `spatial_self_attention(h, WQ, WK, WV)`, with the softmax taken jointly over
-#   all key pixels $(x', y')$;
+# * write the equations of one spatial self-attention layer in the book's index notation
+#   (`SPATIAL_EQUATIONS`);
+# * implement them, `spatial_self_attention(M, WQ, WK, WV)`;
 # * give the parallel running time of one spatial layer and of $L$ layers as expressions
 #   (`SPATIAL_TIME_LAYER`, `SPATIAL_TIME`).
 #
@@ -21,20 +21,26 @@
 # %% [markdown]
 # ## Notation
 #
+# The book's letters (the [notation page](../front/notation.md) has the whole table), and
+# the same things in this chapter's seeds:
+#
 # | book | meaning | seed 000 P2 | seed 002 P5 |
 # |---|---|---|---|
-# | $h[x, y, j]$, $x < X$, $y < Y$, $j < J$ | the feature map entering a layer | $M[\ell, x, y, j]$ (P1 with $t$ replaced by $x, y$) | $h_{\text{in}}[x, y, J]$ |
-# | $(x', y')$ | a key pixel | | $(x_2, y_2)$, also $(x', y')$ |
+# | $M[x, y, j]$, $x < X$, $y < Y$, $j < J$ | the grid of vectors entering a layer | $M[\ell, t, j]$ with $t$ "replaced by spatial dimensions $x$ and $y$" | $h_{\text{in}}[x, y, J]$ |
+# | $(x, y)$; $(x', y')$, written `x2, y2` in code | a query pixel; a key pixel | | $(x_1, y_1)$; $(x_2, y_2)$, also $(x', y')$ |
 # | $\ell < L$ | layer | $\ell$ | (one layer) |
-# | $h < H$ | head | $h$ | $k$ |
+# | $h < H$ | head (numbered from 0) | $h$ (from 1) | $k$ (from 1) |
 # | $k < K$ | query/key coordinate | $k$ | $U$ (a dimension, $U < J$) |
 # | $i < I$, $J = HI$ | value coordinate | $i$ | $I$, with $I = J/K$ ($K$ heads) |
 # | $W^Q[h,k,j]$, $W^K[h,k,j]$, $W^V[h,i,j]$ | weights | $W^Q[\ell,h,k,j]$, ... | $W^Q[k,U,J]$, $W^K[k,U,J]$, $W^V[k,I,J]$ |
-# | $\alpha[h,x,y,x',y']$ | attention | | $\alpha[k,x_1,y_1,x_2,y_2]$ |
+# | $\text{Query}$, $\text{Key}$, $\text{Value}$, $\alpha$, $V$ | as in Chapter 1, with $(x, y)$ for $t$ | the same names | $\text{Query}$, $\text{Key}$, $\text{Value}$, $\alpha$, $\text{Out}$ |
 #
 # As in Chapter 1: seed 002 writes $k$ for the head and $U$ for the query/key dimension;
-# this book writes $h$ for the head and $k < K$ for the query/key index. (The name $h$ of
-# the feature map and the head index $h$ never appear in the same place.)
+# this book writes $h$ for the head and $k < K$ for the query/key index.
+#
+# **Relations between the sizes.** As in Chapter 1, $J = H I$, and the query/key and value
+# sizes are at most the width: $K \le J$, $I \le J$ (seed 002: "$I$ and $U$ are both less
+# than $J$"). The running-time questions use these relations.
 #
 # **Errata.**
 #
@@ -42,12 +48,9 @@
 #   self-attention equations are those of Problem 4 (its Problem 1 is blank language
 #   modelling); the wording was copied from seed 000, where they are Problem 1.
 # * Seed 002 writes the scores without the factor $1/\sqrt{K}$ (its $1/\sqrt{U}$); this
-#   book always scales by $1/\sqrt{K}$. It changes no running time.
-# * Seed 002 P5b answers $O(\ln XY + \ln J)$: it drops the cost $\ln U$ of the scores'
-#   inner products because $U < J$ makes it a lower-order term. Here $K$ is a variable of
-#   its own (nothing ties it to $J$ in the question), so the answer keeps $\log K$.
+#   book always scales by $1/\sqrt{K}$.
 # * Seed 000 P2b asks for the whole $L$-layer network in $L, X, Y, H, J, K$; seed 002 P5b
-#   for one layer in $X, Y, J$ and the head count. The book asks for both.
+#   for one layer in $X, Y, J$ and the head count (its $K$). The book asks for both.
 # * The seeds number heads from 1; Python and this book from 0.
 
 # %%
@@ -57,10 +60,11 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from attnlab.equations import evaluate
 from attnlab.grading import is_grading
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
-from attnlab.testing import expect_answer, expect_close, expect_like, expect_shape
+from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -69,90 +73,181 @@ print("active device:", device)
 # %% [markdown]
 # ## 2.1 Self-attention over an image
 #
-# Replace the position $t$ of Chapter 1 by the pixel $(x, y)$. Every pixel's feature vector
-# $h[x, y, :]$ is projected to a query, a key and a value per head; every query pixel
-# compares itself with every key pixel $(x', y')$, and one softmax over **all** key pixels
-# together turns the scores into weights:
+# The layer reads a grid of vectors $M[x, y, j]$ (a feature map: one $J$-dimensional vector
+# per pixel) and writes a grid of the same shape. Every pixel is a query, and every pixel is
+# a key and a value: each query pixel $(x, y)$ is compared with every key pixel
+# $(x', y')$ of the whole image, and its output is the average of the values of all
+# pixels, weighted by attention weights that sum to one.
 #
-# $$
-# \begin{aligned}
-# \text{Query}[h,x,y,k] &= \sum_j W^Q[h,k,j]\, h[x,y,j] \\
-# \text{Key}[h,x,y,k] &= \sum_j W^K[h,k,j]\, h[x,y,j] \\
-# \text{Value}[h,x,y,i] &= \sum_j W^V[h,i,j]\, h[x,y,j] \\
-# s[h,x,y,x',y'] &= \frac{1}{\sqrt{K}} \sum_k \text{Query}[h,x,y,k]\, \text{Key}[h,x',y',k] \\
-# \alpha[h,x,y,x',y'] &= \operatorname*{softmax}_{x',y'}\; s[h,x,y,x',y']
-#   = \frac{e^{s[h,x,y,x',y']}}{\sum_{x'',y''} e^{s[h,x,y,x'',y'']}} \\
-# \text{Out}[h,x,y,i] &= \sum_{x',y'} \alpha[h,x,y,x',y']\, \text{Value}[h,x',y',i] \\
-# h_{\text{out}}[x,y,:] &= \text{Out}[0,x,y,:];\ \text{Out}[1,x,y,:];\ \dots;\ \text{Out}[H-1,x,y,:]
-# \end{aligned}
-# $$
+# **Problem 2.1 (seed 000 P2a, seed 002 P5a).** Rewrite the equations of the
+# self-attention layer of Chapter 1 (Section 1.1) so that the position $t$ is replaced by
+# the grid coordinates $(x, y)$. Write them in `SPATIAL_EQUATIONS` in the book's index
+# notation, one equation per line, defining in this order:
 #
-# For each query pixel and head, $\alpha[h,x,y,\cdot,\cdot]$ is an $X\times Y$ map of weights
-# that sums to one over the whole image. With $L$ layers, $h_{\ell+1} = h_{\text{out}}$ of
-# layer $\ell$, and $J = HI$ keeps the shape.
+# | tensor | sizes | meaning |
+# |---|---|---|
+# | `Query[h,x,y,k]`, `Key[h,x,y,k]` | $H, X, Y, K$ | the queries and keys of head $h$ at pixel $(x, y)$ |
+# | `Value[h,x,y,i]` | $H, X, Y, I$ | the values |
+# | `alpha[h,x,y,x2,y2]` | $H, X, Y, X, Y$ | the attention of query pixel $(x, y)$ on key pixel $(x', y')$, scores scaled by $1/\sqrt{K}$ |
+# | `V[h,x,y,i]` | $H, X, Y, I$ | what head $h$ returns at pixel $(x, y)$ |
 #
-# **Problem 2.1.** Implement `spatial_self_attention`. Keep the inputs' device and dtype.
+# from the inputs `WQ[h,k,j]`, `WK[h,k,j]`, `WV[h,i,j]` and `M[x,y,j]`. (The heads are then
+# concatenated as in Chapter 1, $M_{\text{out}}[x,y,:] = V[0,x,y,:]; \dots; V[H-1,x,y,:]$:
+# leave that line out.)
+#
+# The answer language: `Name[indices] = expression`; `sum_j ...` and `sum_{j,k} ...` sum the
+# product that follows over the listed indices; `softmax_{a,b} ...` normalises the product
+# that follows over the listed indices together (they stay indices of the result); `*`,
+# `/`, `sqrt(K)`, `exp(...)` and brackets. Write a prime as a digit: $x'$ is `x2`. For
+# example, the softmax's normaliser of Chapter 1 reads `Z[h,t] = sum_{t2} exp(s[h,t,t2])`.
+# The visible test checks the form of your equations and one small case worked out by
+# hand; the hidden test checks them on random tensors of many sizes.
+
+# %% nbgrader={"grade": false, "grade_id": "spatial_equations", "locked": false, "schema_version": 3, "solution": true}
+# One equation per line, defining Query, Key, Value, alpha and V in this order.
+### BEGIN SOLUTION
+SPATIAL_EQUATIONS = r"""
+Query[h,x,y,k] = sum_j WQ[h,k,j] * M[x,y,j]
+Key[h,x,y,k] = sum_j WK[h,k,j] * M[x,y,j]
+Value[h,x,y,i] = sum_j WV[h,i,j] * M[x,y,j]
+alpha[h,x,y,x2,y2] = softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) / sqrt(K)
+V[h,x,y,i] = sum_{x2,y2} alpha[h,x,y,x2,y2] * Value[h,x2,y2,i]
+"""
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_spatial_equations", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+expect_equations(SPATIAL_EQUATIONS,
+                 inputs={"WQ": "H,K,J", "WK": "H,K,J", "WV": "H,I,J", "M": "X,Y,J"},
+                 defines={"Query": "H,X,Y,K", "Key": "H,X,Y,K", "Value": "H,X,Y,I", "alpha": "H,X,Y,X,Y",
+                          "V": "H,X,Y,I"},
+                 what="SPATIAL_EQUATIONS (Problem 2.1)")
+
+# By hand: a 2 x 2 grid with J = 2: pixel (0,0) is [1, 0], pixel (1,1) is [0, 1], the others [0, 0]. One head
+# with K = 4: WQ[0,k] = [1, 0] and WK[0,k] = [0, 1] for every k (queries read coordinate 0, keys coordinate 1),
+# WV[0,0] = [0, 1]. The only score that is not 0 is query (0,0) against key (1,1): 4/sqrt(4) = 2. So query (0,0)
+# puts e^2/(e^2+3) on pixel (1,1), the only one with a value, and every other query spreads 1/4 over the pixels:
+# V[0, :, :, 0] = [[e^2/(e^2+3), 1/4], [1/4, 1/4]] = [[0.711, 0.25], [0.25, 0.25]].
+e2, e4 = math.exp(2), math.exp(4)
+hand = {"WQ": torch.tensor([[[1.0, 0.0]] * 4], dtype=torch.float64),
+        "WK": torch.tensor([[[0.0, 1.0]] * 4], dtype=torch.float64),
+        "WV": torch.tensor([[[0.0, 1.0]]], dtype=torch.float64),
+        "M": torch.tensor([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)}
+got = evaluate(SPATIAL_EQUATIONS, hand, sizes={"H": 1, "K": 4, "I": 1, "J": 2, "X": 2, "Y": 2})["V"][0, :, :, 0]
+mistakes = {  # what some common mistakes give on this example (worked out by hand)
+    "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
+    "the softmax runs over one coordinate of the key pixel (x2 or y2) only; it must run over all X*Y key "
+    "pixels together, softmax_{x2,y2}": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
+    "the query and the key pixel are swapped in the scores: alpha[h,x,y,x2,y2] compares the query at (x,y) "
+    "with the key at (x2,y2)": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
+}
+for mistake, wrong in mistakes.items():
+    if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained(f"Evaluated on the hand-checked 2 x 2 grid your V[0,:,:,0] is {got.tolist()}: {mistake}.")
+expect_close(got, torch.tensor([[e2 / (e2 + 3), 0.25], [0.25, 0.25]], dtype=torch.float64),
+             "your equations' V[0,:,:,0] on the hand-checked 2 x 2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
+             hint="Every query pixel's weights must sum to one over all X*Y key pixels (x2, y2) together, and V sums "
+                  "the weighted values over both x2 and y2.")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch2.SPATIAL_EQUATIONS", SPATIAL_EQUATIONS)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2.2 The layer in PyTorch
+#
+# **Problem 2.2.** Implement your equations of Problem 2.1 as
+# `spatial_self_attention(M, WQ, WK, WV)`, with the heads concatenated as in Chapter 1
+# (head 0 first). Keep the inputs' device and dtype.
 
 # %% nbgrader={"grade": false, "grade_id": "spatial_self_attention", "locked": false, "schema_version": 3, "solution": true}
-def spatial_self_attention(h: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
-    """One spatial self-attention layer.
+def spatial_self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+    """One spatial self-attention layer, the equations of Problem 2.1.
 
-    h[X, Y, J], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [X, Y, H*I], heads concatenated
-    (head 0 first); scores scaled by 1/sqrt(K); softmax jointly over the key pixels (x', y').
+    M[X, Y, J], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [X, Y, H*I], heads concatenated
+    (head 0 first).
     """
     ### BEGIN SOLUTION
-    X, Y, _ = h.shape
+    X, Y, _ = M.shape
     H, K, _ = WQ.shape
-    Query = torch.einsum("hkj,xyj->hxyk", WQ, h)
-    Key = torch.einsum("hkj,xyj->hxyk", WK, h)
-    Value = torch.einsum("hij,xyj->hxyi", WV, h)
+    Query = torch.einsum("hkj,xyj->hxyk", WQ, M)
+    Key = torch.einsum("hkj,xyj->hxyk", WK, M)
+    Value = torch.einsum("hij,xyj->hxyi", WV, M)
     s = torch.einsum("hxyk,habk->hxyab", Query, Key) / math.sqrt(K)
     alpha = torch.softmax(s.reshape(H, X, Y, X * Y), dim=-1).reshape(H, X, Y, X, Y)
-    Out = torch.einsum("hxyab,habi->hxyi", alpha, Value)
-    return Out.permute(1, 2, 0, 3).reshape(X, Y, -1)
+    V = torch.einsum("hxyab,habi->hxyi", alpha, Value)
+    return V.permute(1, 2, 0, 3).reshape(X, Y, -1)
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_spatial_self_attention", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 # Visible tests: each failure says what is wrong.
 g = torch.Generator().manual_seed(0)
-X, Y, J, Hh, K, I = 3, 4, 8, 2, 3, 4
-h = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
-WQ = torch.randn(Hh, K, J, generator=g, dtype=torch.float64) / J**0.5
-WK = torch.randn(Hh, K, J, generator=g, dtype=torch.float64) / J**0.5
-WV = torch.randn(Hh, I, J, generator=g, dtype=torch.float64) / J**0.5
-out = spatial_self_attention(h, WQ, WK, WV)
-expect_shape(out, (X, Y, Hh * I), "spatial_self_attention(h[3,4,8], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
+X, Y, J, H, K, I = 3, 4, 8, 2, 3, 4
+M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
+WQ = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
+WK = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
+WV = torch.randn(H, I, J, generator=g, dtype=torch.float64) / J**0.5
+out = spatial_self_attention(M, WQ, WK, WV)
+expect_shape(out, (X, Y, H * I), "spatial_self_attention(M[3,4,8], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
              hint="The output keeps the grid [X, Y] and has H*I channels.")
-expect_like(out, h, "spatial_self_attention on float64 inputs")
-expect_like(spatial_self_attention(h.float(), WQ.float(), WK.float(), WV.float()), h.float(),
+expect_like(out, M, "spatial_self_attention on float64 inputs")
+expect_like(spatial_self_attention(M.float(), WQ.float(), WK.float(), WV.float()), M.float(),
             "spatial_self_attention on float32 inputs")
 
+# Heads are concatenated in order, head 0 first: channels h*I .. (h+1)*I - 1 are head h alone.
+heads = [spatial_self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]  # your one-head layers
+if torch.allclose(out, torch.stack(heads).reshape(X, Y, H * I)):
+    raise Explained("The heads are reshaped without permuting: V[h, x, y, i] reshaped straight to [X, Y, H*I] "
+                    "mixes pixels and heads. Permute V to [X, Y, H, I] first, then reshape.")
+for h in range(H):
+    expect_close(out[..., h * I:(h + 1) * I], heads[h], f"channels {h * I}..{(h + 1) * I - 1} of the output",
+                 hint=f"These channels must be head {h} alone, block by block: permute V[H, X, Y, I] to [X, Y, H, I] "
+                      "before reshaping (not [X, Y, I, H], which interleaves the heads channel by channel).")
+
 # A single pixel attends to itself with weight 1: the output is its Value, heads concatenated.
-one = h[:1, :1]
+one = M[:1, :1]
 expect_close(spatial_self_attention(one, WQ, WK, WV), torch.einsum("hij,j->hi", WV, one[0, 0]).reshape(1, 1, -1),
              "spatial_self_attention on a 1 x 1 image",
-             hint="With one pixel every weight is 1: the output is W^V[h] h[0,0] for each head, concatenated.")
+             hint="With one pixel every weight is 1: the output is W^V[h] M[0,0] for each head, concatenated.")
 
-# Heads are concatenated in order, head 0 first.
-for hd in range(Hh):
-    expect_close(out[..., hd * I:(hd + 1) * I], spatial_self_attention(h, WQ[hd:hd + 1], WK[hd:hd + 1], WV[hd:hd + 1]),
-                 f"channels {hd * I}..{(hd + 1) * I - 1} of the output",
-                 hint=f"These channels must be head {hd} alone: permute Out[H,X,Y,I] to [X,Y,H,I] before reshaping.")
+# By hand, the 2 x 2 grid of Problem 2.1's test: [[e^2/(e^2+3), 1/4], [1/4, 1/4]] = [[0.711, 0.25], [0.25, 0.25]].
+e2, e4 = math.exp(2), math.exp(4)
+WQ1 = torch.tensor([[[1.0, 0.0]] * 4], dtype=torch.float64)  # queries read coordinate 0 (K = 4)
+WK1 = torch.tensor([[[0.0, 1.0]] * 4], dtype=torch.float64)  # keys read coordinate 1
+WV1 = torch.tensor([[[0.0, 1.0]]], dtype=torch.float64)       # values read coordinate 1
+M1 = torch.tensor([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
+got = spatial_self_attention(M1, WQ1, WK1, WV1)
+expect_shape(got, (2, 2, 1), "spatial_self_attention on the hand-checked 2 x 2 grid")
+mistakes = {  # what some common mistakes give on this example (worked out by hand)
+    "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
+    "the softmax runs over one axis of the key pixel (x' or y') only; it must run over all X*Y key pixels "
+    "together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
+    "the softmax runs over x' in each column y' separately (each column's weights then sum to 1/Y); it must run "
+    "over all X*Y key pixels together": [[e2 / (e2 + 1) / 2, 0.25], [0.25, 0.25]],
+    "the query and the key pixel are swapped in the scores": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
+}
+for mistake, wrong in mistakes.items():
+    if torch.allclose(got[..., 0], torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained(f"On the hand-checked 2 x 2 grid you return {got[..., 0].tolist()}: {mistake}.")
+expect_close(got[..., 0], torch.tensor([[e2 / (e2 + 3), 0.25], [0.25, 0.25]], dtype=torch.float64),
+             "spatial_self_attention on the hand-checked 2 x 2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
+             hint="Every query pixel's weights must sum to one over all X*Y key pixels together (one softmax over "
+                  "(x', y')), and the values are summed over both x' and y'.")
 
 # Transposing the image (swapping x and y) transposes the output.
-expect_close(spatial_self_attention(h.transpose(0, 1), WQ, WK, WV), out.transpose(0, 1),
+expect_close(spatial_self_attention(M.transpose(0, 1), WQ, WK, WV), out.transpose(0, 1),
              "spatial_self_attention of the transposed image",
              hint="Some reshape mixes up x and y: keep the order [X, Y] whenever you flatten or unflatten the grid.")
 
-# The joint softmax over (x', y') is 1-D attention over the X*Y pixels listed in a row;
-# PyTorch's fused attention computes that (scaled by 1/sqrt(K), softmax over the keys).
-flat = h.reshape(X * Y, J)
-Query, Key, Value = (torch.einsum("hkj,tj->htk", W, flat) for W in (WQ, WK, WV))
-flat_out = F.scaled_dot_product_attention(Query, Key, Value).permute(1, 0, 2).reshape(X, Y, Hh * I)
-expect_close(out, flat_out, "spatial_self_attention against 1-D attention over the flattened grid",
-             hint="Take ONE softmax over all X*Y key pixels (x', y') together, not a softmax over x' and another "
-                  "over y'; and scale the scores by 1/sqrt(K).")
+# The pixels are a set: moving every pixel to another place (any permutation of the X*Y pixels)
+# moves the outputs the same way.
+perm = torch.randperm(X * Y, generator=g)
+moved = M.reshape(X * Y, J)[perm].reshape(X, Y, J)
+expect_close(spatial_self_attention(moved, WQ, WK, WV), out.reshape(X * Y, -1)[perm].reshape(X, Y, -1),
+             "spatial_self_attention of the image with its pixels permuted",
+             hint="Moving the pixels around must move the outputs the same way: the weights of a query pixel run over "
+                  "all key pixels together, whatever their rows and columns.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -160,14 +255,106 @@ hidden_check("ch2.spatial_self_attention", spatial_self_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## 2.2 An image is a sequence of $XY$ pixels
+# ## 2.3 Parallel running time
+#
+# Use the cost model of Chapter 1: an ideal parallel machine on which a sum over $N$ terms
+# takes $O(\log N)$ time and every other operation, once its inputs exist, takes $O(1)$.
+# The sizes satisfy $J = HI$, $K \le J$ and $I \le J$.
+#
+# **Problem 2.3 (seed 002 P5b).** Give the order of the parallel running time of *one*
+# spatial self-attention layer (Problem 2.2: computing its output from $M$) as a function of
+# $X, Y, H, J, K$ in `SPATIAL_TIME_LAYER` (a string such as `"log(X) + J"`; any expression
+# of the same order under the relations above is accepted).
+
+# %% nbgrader={"grade": false, "grade_id": "spatial_time_layer", "locked": false, "schema_version": 3, "solution": true}
+# An expression in X, Y, H, J, K, as a string.
+### BEGIN SOLUTION
+SPATIAL_TIME_LAYER = "log(X) + log(Y) + log(J) + log(K)"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_spatial_time_layer", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(SPATIAL_TIME_LAYER, ["X", "Y", "H", "J", "K"], "SPATIAL_TIME_LAYER")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch2.SPATIAL_TIME_LAYER", SPATIAL_TIME_LAYER)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Problem 2.4 (seed 000 P2b).** Now the spatial transformer: $L$ such layers, one on the
+# output of the other ($M_{\ell+1}$ from $M_\ell$, with $J = HI$ in every layer). Give the
+# order of its parallel running time as a function of $L, X, Y, H, J, K$ in `SPATIAL_TIME`,
+# with the same relations.
+
+# %% nbgrader={"grade": false, "grade_id": "spatial_time", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L, X, Y, H, J, K, as a string.
+### BEGIN SOLUTION
+SPATIAL_TIME = "L*(log(X) + log(Y) + log(J) + log(K))"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_spatial_time", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(SPATIAL_TIME, ["L", "X", "Y", "H", "J", "K"], "SPATIAL_TIME")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch2.SPATIAL_TIME", SPATIAL_TIME)
+### END HIDDEN TESTS
+
+# %% [markdown] tags=["solutions-only"]
+# ### Worked solution
+#
+# *The equations (Problem 2.1).* Replace $t$ by $(x, y)$ and $t'$ by $(x', y')$ everywhere;
+# the softmax and the weighted average run over the key pixel, that is over the pair
+# $(x', y')$ jointly:
+#
+# $$
+# \begin{aligned}
+# \text{Query}[h,x,y,k] &= \sum_j W^Q[h,k,j]\, M[x,y,j] \\
+# \text{Key}[h,x,y,k] &= \sum_j W^K[h,k,j]\, M[x,y,j] \\
+# \text{Value}[h,x,y,i] &= \sum_j W^V[h,i,j]\, M[x,y,j] \\
+# s[h,x,y,x',y'] &= \frac{1}{\sqrt{K}} \sum_k \text{Query}[h,x,y,k]\, \text{Key}[h,x',y',k] \\
+# \alpha[h,x,y,x',y'] &= \operatorname*{softmax}_{x',y'}\; s[h,x,y,x',y']
+#   = \frac{e^{s[h,x,y,x',y']}}{\sum_{x'',y''} e^{s[h,x,y,x'',y'']}} \\
+# V[h,x,y,i] &= \sum_{x',y'} \alpha[h,x,y,x',y']\, \text{Value}[h,x',y',i] \\
+# M_{\text{out}}[x,y,:] &= V[0,x,y,:];\ V[1,x,y,:];\ \dots;\ V[H-1,x,y,:]
+# \end{aligned}
+# $$
+#
+# For each query pixel and head, $\alpha[h,x,y,\cdot,\cdot]$ is an $X\times Y$ map of weights
+# that sums to one over the whole image. A softmax over $x'$ and another over $y'$ would not
+# be one: it would fix how much weight each row or column of the image gets, whatever its
+# pixels.
+#
+# *One layer (seed 002 P5b).* Everything is parallel over $h$, the query pixel $(x, y)$,
+# the key pixel $(x', y')$ and the output coordinates; the chain of dependent steps is:
+#
+# * the projections, a sum over $j$: $O(\log J)$;
+# * the scores, a sum over $k$: $O(\log K)$ (and $O(1)$ for the scaling);
+# * the softmax's normaliser, a sum over the $XY$ key pixels: $O(\log XY) = O(\log X + \log Y)$,
+#   plus $O(1)$ for the exponentials and the division;
+# * the weighted average, again a sum over $XY$ pixels: $O(\log X + \log Y)$;
+# * the concatenation of heads: $O(1)$. $H$ does not appear: the heads run side by side.
+#
+# One layer: $O(\log X + \log Y + \log J + \log K)$, which is seed 002's
+# $O(\ln XY + \ln J)$ because $K \le J$ makes $\log K \le \log J$.
+#
+# *$L$ layers (seed 000 P2b).* Layer $\ell+1$ reads layer $\ell$'s output, so the layers
+# are sequential: $O\big(L(\log X + \log Y + \log J + \log K)\big) = O\big(L(\log XY + \log J)\big)$.
+# With serial sums (seed 000 P1a's model) the layer would take $O(J + K + XY)$: linear in
+# the number of pixels. The measured depth in Section 2.6 grows by a fixed number of steps
+# (4 for the reference implementation) each time the side of the image doubles: two sums
+# over the $XY$ key pixels, and $\log_2 XY$ grows by 2.
+
+# %% [markdown]
+# ## 2.4 An image is a sequence of $XY$ pixels
 #
 # The softmax runs over the pair $(x', y')$, that is over a set of $XY$ key pixels; the
-# grid structure plays no part in the layer. List the pixels in a row, $t = xY + y$
-# (`h.reshape(X*Y, J)`), and the equations of 2.1 become those of Chapter 1 with
-# $T = XY$, letter for letter. So the spatial layer is the 1-D layer applied to the
-# flattened image, and the output unflattens back to $[X, Y, HI]$. Below, the 1-D layer is
-# PyTorch's fused `scaled_dot_product_attention`.
+# grid structure plays no part in the layer (the last visible test of Problem 2.2 moves the
+# pixels around). List the pixels in a row, $t = xY + y$ (`M.reshape(X*Y, J)`), and the
+# equations of Problem 2.1 become those of Chapter 1 with $T = XY$, letter for letter. So
+# the spatial layer is the 1-D layer applied to the flattened image, and the output
+# unflattens back to $[X, Y, HI]$. Below, the 1-D layer is PyTorch's fused
+# `scaled_dot_product_attention`, on 4-D inputs $[1, H, XY, \cdot]$.
 #
 # Normalising over $x'$ separately in each column $y'$ of the image (and dividing by $Y$ so
 # that the weights still sum to one) is *not* the same thing: it gives every column the
@@ -177,52 +364,53 @@ hidden_check("ch2.spatial_self_attention", spatial_self_attention)
 # %%
 def attention_1d(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
     """Chapter 1's layer through PyTorch's fused attention: M[T, J] -> [T, H*I]."""
-    Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M) for W in (WQ, WK, WV))
-    return F.scaled_dot_product_attention(Query, Key, Value).permute(1, 0, 2).reshape(M.shape[0], -1)
+    Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M).contiguous()[None] for W in (WQ, WK, WV))
+    return F.scaled_dot_product_attention(Query, Key, Value)[0].transpose(0, 1).reshape(M.shape[0], -1)
 
 
 g = torch.Generator().manual_seed(1)
-X, Y, Hh, K, I = 6, 5, 4, 8, 4
-J = Hh * I
-h = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
-WQ, WK, WV = (torch.randn(Hh, d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, I))
-
-spatial = spatial_self_attention(h, WQ, WK, WV)
-flattened = attention_1d(h.reshape(X * Y, J), WQ, WK, WV).reshape(X, Y, Hh * I)
-diff = (spatial - flattened).abs().max().item()
-print(f"max |spatial_self_attention(h) - attention_1d(h.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
-assert diff < 1e-12
+X, Y, H, K, I = 6, 5, 4, 8, 4
+J = H * I
+M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
+WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, I))
+flattened = attention_1d(M.reshape(X * Y, J), WQ, WK, WV).reshape(X, Y, H * I)
 
 # The per-axis alternative: softmax over x' in each column y' separately, each column weighted 1/Y.
-Query, Key, Value = (torch.einsum("hkj,xyj->hxyk", W, h) for W in (WQ, WK, WV))
+Query, Key = (torch.einsum("hkj,xyj->hxyk", W, M) for W in (WQ, WK))
 s = torch.einsum("hxyk,habk->hxyab", Query, Key) / math.sqrt(K)
-joint = torch.softmax(s.reshape(Hh, X, Y, X * Y), dim=-1).reshape(s.shape)
+joint = torch.softmax(s.flatten(-2), dim=-1).unflatten(-1, (X, Y))  # over the X*Y key pixels together
 per_axis = torch.softmax(s, dim=3) / Y  # every column y' gets total weight 1/Y
 print(f"largest weight difference, joint vs per-axis softmax: {(joint - per_axis).abs().max().item():.3f}")
 print("column totals of the joint weights for query pixel (0, 0), head 0:",
       [round(v, 3) for v in joint[0, 0, 0].sum(dim=0).tolist()])
 
+# %% tags=["answer-output"]
+diff = (spatial_self_attention(M, WQ, WK, WV) - flattened).abs().max().item()
+print(f"max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
+assert diff < 1e-12
+
 # %% [markdown]
-# ## 2.3 What the heads look at
+# ## 2.5 What the heads look at
 #
 # A small synthetic image: four discs (two red, one green, one blue) on a grey background,
-# $32\times 32$ pixels, with a little noise. Every pixel's feature vector is its colour
+# $32\times 32$ pixels, with a little noise. Every pixel's vector $M[x, y, :]$ is its colour
 # (3 numbers, all colours of unit length) followed by a positional encoding
 # ($\cos$ and $\sin$ of $f\pi x/X$ and of $f\pi y/Y$ for $f = 1, \dots, 4$: 16 numbers),
 # so $J = 19$. We choose the weights by hand, two heads with $K = 16$:
 #
 # * head 0, the **colour head**: $W^Q[0] = W^K[0]$ keep the colour and drop the position,
-#   scaled so that $s = \beta\, c \cdot c'$ with $\beta = 10$. For unit-length colours the dot
-#   product is largest for the same colour, so a pixel attends to pixels of its own colour,
-#   wherever they are;
-# * head 1, the **position head**: $W^Q[1] = W^K[1]$ keep the position only, $s = \gamma\,
-#   p \cdot p'$ with $\gamma = 2$; $p \cdot p' = \sum_f \cos(f\pi(x-x')/X) + \cos(f\pi(y-y')/Y)$
-#   peaks at $(x', y') = (x, y)$, so a pixel attends to its neighbourhood.
+#   scaled so that $s = 10\, c \cdot c'$ for colours $c$, $c'$. For unit-length colours the
+#   dot product is largest for the same colour, so a pixel attends to pixels of its own
+#   colour, wherever they are;
+# * head 1, the **position head**: $W^Q[1] = W^K[1]$ keep the position only, $s = 2\,
+#   p \cdot p'$ for positional encodings $p$, $p'$;
+#   $p \cdot p' = \sum_f \cos(f\pi(x-x')/X) + \cos(f\pi(y-y')/Y)$ peaks at $(x', y') = (x, y)$,
+#   so a pixel attends to its neighbourhood.
 #
-# Both heads' values copy the colour ($W^V[h] = [\,I_3 \mid 0\,]$), so each head's output is
-# a re-weighted average of colours. The attention maps below are
+# Both heads' values copy the colour ($W^V[h] = [\,\mathbb{1}_3 \mid 0\,]$), so each head's
+# output is a re-weighted average of colours. The attention maps below are
 # $\alpha[h, x, y, \cdot, \cdot]$ for three query pixels (the cross), drawn as light over
-# the dimmed image.
+# the dimmed image, computed through the flattened grid of Section 2.4.
 
 # %%
 X = Y = 32
@@ -246,22 +434,22 @@ def positional_encoding(X: int, Y: int, freqs: tuple[int, ...] = (1, 2, 3, 4)) -
 
 
 pos = positional_encoding(X, Y)
-P = pos.shape[-1]
-features = torch.cat([noisy, pos], dim=-1)  # h[x, y, :] = colour ; position
-J, K, Hh = 3 + P, P, 2
-beta, gamma = 10.0, 2.0
-WQ = torch.zeros(Hh, K, J)
-WQ[0, :3, :3] = math.sqrt(beta * math.sqrt(K)) * torch.eye(3)   # s = beta * colour . colour'
-WQ[1, :, 3:] = math.sqrt(gamma * math.sqrt(K)) * torch.eye(P)   # s = gamma * position . position'
+n_pos = pos.shape[-1]
+features = torch.cat([noisy, pos], dim=-1)  # M[x, y, :] = colour ; position
+J, K, H = 3 + n_pos, n_pos, 2
+colour_scale, position_scale = 10.0, 2.0
+WQ = torch.zeros(H, K, J)
+WQ[0, :3, :3] = math.sqrt(colour_scale * math.sqrt(K)) * torch.eye(3)         # s = 10 * colour . colour'
+WQ[1, :, 3:] = math.sqrt(position_scale * math.sqrt(K)) * torch.eye(n_pos)    # s = 2 * position . position'
 WK = WQ.clone()
-WV = torch.zeros(Hh, 3, J)
+WV = torch.zeros(H, 3, J)
 WV[:, :, :3] = torch.eye(3)  # both heads average colours
 
 
-def attention_maps(h: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
-    """alpha[H, X, Y, X, Y] of a spatial layer, through the flattened grid (Section 2.2)."""
-    X, Y, J = h.shape
-    flat = h.reshape(X * Y, J)
+def attention_maps(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
+    """alpha[H, X, Y, X, Y] of a spatial layer, through the flattened grid (Section 2.4)."""
+    X, Y, J = M.shape
+    flat = M.reshape(X * Y, J)
     Query, Key = torch.einsum("hkj,tj->htk", WQ, flat), torch.einsum("hkj,tj->htk", WK, flat)
     alpha = torch.softmax(Query @ Key.transpose(1, 2) / math.sqrt(WQ.shape[1]), dim=-1)
     return alpha.reshape(-1, X, Y, X, Y)
@@ -294,14 +482,15 @@ plt.show()
 # The colour head sends a red pixel's attention to *both* red discs, far apart, and a grey
 # pixel's to the whole background: attention is not local unless the weights make it so.
 # The position head attends to a small neighbourhood, whatever the colour. Their outputs,
-# computed by your `spatial_self_attention`, are two ways of averaging the noisy colours:
-# the colour head averages over pixels of the same colour (it removes the noise and keeps
-# the edges sharp, like a non-local-means filter), the position head over neighbours (a
-# blur, which smears the edges).
+# computed by your `spatial_self_attention` (run the next cell yourself), are two ways of
+# averaging the noisy colours: the colour head averages over pixels of the same colour (it
+# removes the noise and keeps the edges sharp, like a non-local-means filter), the position
+# head over neighbours (a blur, which smears the edges).
 
-# %%
+# %% tags=["answer-output"]
 out = spatial_self_attention(features, WQ, WK, WV)  # [X, Y, 2*3]: head 0's colours, then head 1's
-panels = [("the input (noisy)", noisy), ("colour head's output", out[..., :3]), ("position head's output", out[..., 3:])]
+panels = [("the input (noisy)", noisy), ("colour head's output", out[..., :3]),
+          ("position head's output", out[..., 3:])]
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.5))
 for ax, (title, picture) in zip(axes, panels):
     rms = (picture - image).pow(2).mean().sqrt().item()
@@ -315,108 +504,56 @@ rms = [(p - image).pow(2).mean().sqrt().item() for _, p in panels]
 assert rms[1] < rms[0] and rms[1] < rms[2], rms
 
 # %% [markdown]
-# ## 2.4 Parallel running time
-#
-# Use the cost model of Chapter 1: an ideal parallel machine on which a sum over $N$ terms
-# takes $O(\log N)$ time and every other operation, once its inputs exist, takes $O(1)$.
-#
-# **Problem 2.2 (seed 002 P5b).** Give the order of the parallel running time of *one*
-# spatial self-attention layer as a function of $X, Y, H, J, K$ in `SPATIAL_TIME_LAYER`
-# (a string such as `"log(X) + J"`; any expression of the same order is accepted).
-
-# %% nbgrader={"grade": false, "grade_id": "spatial_time_layer", "locked": false, "schema_version": 3, "solution": true}
-# An expression in X, Y, H, J, K, as a string.
-### BEGIN SOLUTION
-SPATIAL_TIME_LAYER = "log(X) + log(Y) + log(J) + log(K)"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "test_spatial_time_layer", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-expect_answer(SPATIAL_TIME_LAYER, ["X", "Y", "H", "J", "K"], "SPATIAL_TIME_LAYER")
-### BEGIN HIDDEN TESTS
-from attnlab.grading import hidden_check
-
-hidden_check("ch2.SPATIAL_TIME_LAYER", SPATIAL_TIME_LAYER)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# **Problem 2.3 (seed 000 P2b).** Now the spatial transformer: $L$ such layers, one after
-# another. Give the order of its parallel running time as a function of $L, X, Y, H, J, K$
-# in `SPATIAL_TIME`.
-
-# %% nbgrader={"grade": false, "grade_id": "spatial_time", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, X, Y, H, J, K, as a string.
-### BEGIN SOLUTION
-SPATIAL_TIME = "L*(log(X) + log(Y) + log(J) + log(K))"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "test_spatial_time", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-expect_answer(SPATIAL_TIME, ["L", "X", "Y", "H", "J", "K"], "SPATIAL_TIME")
-### BEGIN HIDDEN TESTS
-from attnlab.grading import hidden_check
-
-hidden_check("ch2.SPATIAL_TIME", SPATIAL_TIME)
-### END HIDDEN TESTS
-
-# %% [markdown] tags=["solutions-only"]
-# ### Worked solution
-#
-# Inside one layer, everything is parallel over $h$, the query pixel $(x, y)$, the key
-# pixel $(x', y')$ and the output coordinates; the chain of dependent steps is:
-#
-# * the projections, a sum over $j$: $O(\log J)$;
-# * the scores, a sum over $k$: $O(\log K)$ (and $O(1)$ for the scaling);
-# * the softmax's normaliser, a sum over the $XY$ key pixels: $O(\log XY) = O(\log X + \log Y)$,
-#   plus $O(1)$ for the exponentials and the division;
-# * the weighted average, again a sum over $XY$ pixels: $O(\log X + \log Y)$;
-# * the concatenation of heads: $O(1)$. $H$ does not appear: the heads run side by side.
-#
-# One layer: $O(\log X + \log Y + \log J + \log K)$. The layers are sequential, so $L$ of
-# them take $O\big(L(\log X + \log Y + \log J + \log K)\big)$. Seed 002's $O(\ln XY + \ln J)$
-# is the same when $K \le J$, since then $\log K \le \log J$; with $K$ free, $\log K$ stays.
-# With serial sums (seed 000 P1a's model) the layer would take $O(J + K + XY)$: linear in
-# the number of pixels.
-
-# %% [markdown]
-# ## 2.5 Measure the depth
+# ## 2.6 Measure the depth
 #
 # The book's profiler (`attnlab.profiler.parallel_time`) runs a function on shapes only and
 # returns the depth of its longest chain of operations under the logarithmic cost model.
 # Below it measures *your* `spatial_self_attention` on square images from $2\times 2$ to
 # $256\times 256$ ($J = 64$, $H = 4$, $K = I = 16$: nothing is allocated, so the size is
-# free), and overlays your `SPATIAL_TIME_LAYER` evaluated at the same sizes, fitted as
-# $a \cdot f(X, Y) + b$ (the order ignores constant factors and added constants). If your
-# answer has the right order, the two curves coincide.
+# free).
 
 # %%
 sides = [] if is_grading() else [2, 4, 8, 16, 32, 64, 128, 256]
-J, Hh, K, I = 64, 4, 16, 16
-if sides:
-    try:
-        depths = [parallel_time(spatial_self_attention, (n, n, J), (Hh, K, J), (Hh, K, J), (Hh, I, J),
-                                model="log").depth for n in sides]
-        expr = parse_answer(SPATIAL_TIME_LAYER, ["X", "Y", "H", "J", "K"], what="SPATIAL_TIME_LAYER")
-    except Exception as exc:  # an unfinished function or answer: skip the plot, say why
-        print(f"Depth plot skipped: {type(exc).__name__}: {exc}")
-        sides = []
-if sides:
-    sizes = {"H": Hh, "J": J, "K": K}
-    f = [float(expr.subs({s: sizes.get(s.name, n) for s in expr.free_symbols})) for n in sides]
-    A = torch.tensor([[fi, 1.0] for fi in f], dtype=torch.float64)
-    a, b = torch.linalg.lstsq(A, torch.tensor(depths, dtype=torch.float64)[:, None]).solution.flatten().tolist()
-    fitted = [a * fi + b for fi in f]
-    for n, d, fit in zip(sides, depths, fitted):
-        print(f"X = Y = {n:4d}: measured depth {d:3d}, your answer fitted {fit:6.1f}")
+J, H, K, I = 64, 4, 16, 16
+depths = [parallel_time(spatial_self_attention, (n, n, J), (H, K, J), (H, K, J), (H, I, J), model="log").depth
+          for n in sides]
+
+
+def depth_axes():
+    """Measured depth of one spatial layer against the side of the image."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.semilogx(sides, depths, "o", base=2, label="measured depth of spatial_self_attention")
-    ax.semilogx(sides, fitted, "-", base=2, label=f"{a:.2f} * SPATIAL_TIME_LAYER {b:+.1f}")
     ax.set_xlabel("X = Y (pixels per side)")
     ax.set_ylabel("depth (log cost model)")
-    ax.set_title(f"Depth of one spatial layer (J={J}, H={Hh}, K=I={K})")
-    ax.legend()
+    ax.set_title(f"Depth of one spatial layer (J={J}, H={H}, K=I={K})")
+    return ax
+
+
+if sides:
+    for n, d in zip(sides, depths):
+        print(f"X = Y = {n:4d}: measured depth {d:3d}")
+    depth_axes().legend()
     plt.show()
 
 # %% [markdown]
-# Each doubling of the side adds a fixed number of steps (4 for the reference
-# implementation: the softmax's sum and the weighted average each reduce over $XY$ pixels,
-# and $\log_2 XY$ grows by 2): the depth is logarithmic in the number of pixels, while the
-# work grows like $(XY)^2$.
+# Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes and fitted as $a \cdot f(X, Y) + b$
+# (the order ignores constant factors and added constants), over the measurements. If your
+# answer has the right order, the two coincide. (This cell shows your own answer: run it
+# yourself.)
+
+# %% tags=["answer-output"]
+if sides:
+    try:
+        expr = parse_answer(SPATIAL_TIME_LAYER, ["X", "Y", "H", "J", "K"], what="SPATIAL_TIME_LAYER")
+        sizes = {"H": H, "J": J, "K": K}
+        f = [float(expr.subs({s: sizes.get(s.name, n) for s in expr.free_symbols})) for n in sides]
+    except Exception as exc:  # an unfinished answer: say why, draw nothing
+        print(f"not drawn: {type(exc).__name__}: {exc}")
+        f = []
+    if f:
+        A = torch.tensor([[fi, 1.0] for fi in f], dtype=torch.float64)
+        a, b = torch.linalg.lstsq(A, torch.tensor(depths, dtype=torch.float64)[:, None]).solution.flatten().tolist()
+        ax = depth_axes()
+        ax.semilogx(sides, [a * fi + b for fi in f], "-", base=2, label=f"{a:.2f} * SPATIAL_TIME_LAYER {b:+.1f}")
+        ax.legend()
+        plt.show()

@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
+import json
 import re
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import nbformat
 
+from autograder.cli import kit_files
 from coursenb import cells
 from publish.contents import is_notebook, published_toc, read_notebook, source_of, toc_documents
-from publish.layout import Edition
+from publish.layout import ROOT, Edition
+from publish.leaks import Doc, Findings, audit, chapter_of, file_docs, served_docs
 
+KIT = ROOT / "attnlab"
 # Markers that must never reach the student edition.
 FORBIDDEN = (*cells.MARKERS, cells.HIDDEN_CHECK + "(")
 # Third-party bundle copied verbatim by sphinx-mathjax-offline: it holds optional CDN
@@ -26,11 +32,12 @@ REMOTE_LOAD = re.compile(
     r"""|url\(\s*["']?\s*(?:https?:)?//|@import\s+["']\s*(?:https?:)?//""", re.I)
 
 
-def secrets(source: nbformat.NotebookNode, public: str | None = None, min_chars: int = 12) -> list[str]:
+def secrets(source: nbformat.NotebookNode, public: str | None = None, min_chars: int = 12,
+            hidden: bool = True) -> list[str]:
     """Text of `source` that the student edition must not contain, whitespace-normalised.
 
-    Lines of its solution regions and hidden-test regions and phrases of its worked
-    solutions, less what the student edition shows anyway (`public`, see `public_text`;
+    Lines of its solution regions and (with `hidden`) hidden-test regions and phrases of its
+    worked solutions, less what the student edition shows anyway (`public`, see `public_text`;
     default: this notebook's public part), e.g. `return out` or an import.
     """
     public = public_text([source]) if public is None else public
@@ -39,7 +46,8 @@ def secrets(source: nbformat.NotebookNode, public: str | None = None, min_chars:
         if cells.is_solutions_only(cell):
             found += _phrases(cell.source)
         elif cell.cell_type == "code" and cells.nbgrader_meta(cell):
-            found += [line.strip() for line in cells.solution_lines(cell.source) + cells.hidden_tests(cell.source)]
+            found += [line.strip() for line in cells.solution_lines(cell.source)
+                      + (cells.hidden_tests(cell.source) if hidden else [])]
     out = []
     for text in map(_normalise, found):
         if len(text) >= min_chars and text not in public and text not in out:
@@ -88,7 +96,8 @@ def _notebook_text(nb: nbformat.NotebookNode) -> str:
 
 
 def edition_text(folder: Path) -> str:
-    """Everything under `folder` as searchable text: HTML without tags, other files as is, whitespace-normalised.
+    """Everything under `folder` as searchable text: HTML without tags, notebooks, the members of
+    zips (the downloads), other files as is, whitespace-normalised.
 
     MathJax's third-party bundle is left out (it cannot hold the book's text).
     """
@@ -98,28 +107,123 @@ def edition_text(folder: Path) -> str:
         if not path.is_file() or MATHJAX_DIR in rel or path.suffix.lower() in {
                 ".png", ".jpg", ".jpeg", ".gif", ".webp", ".woff", ".woff2", ".ttf", ".eot", ".ico"}:
             continue
-        raw = path.read_bytes().decode("utf-8", errors="ignore")
-        parts.append(raw)
-        if path.suffix == ".html":
-            parts.append(html.unescape(re.sub(r"<[^>]+>", "", raw)))
-        elif path.suffix == ".ipynb":
-            with contextlib.suppress(ValueError):
-                parts.append(_notebook_text(nbformat.reads(raw, as_version=4)))
+        if path.suffix.lower() == ".zip":  # a download: its notebooks and README (its kit: `kit_problems`)
+            with zipfile.ZipFile(path) as zf:
+                parts += [_file_text(name, zf.read(name)) for name in zf.namelist() if not name.startswith("attnlab/")]
+        else:
+            parts.append(_file_text(path.name, path.read_bytes()))
     return _normalise("\n".join(parts))
 
 
-def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None = None) -> list[str]:
-    """What of the solutions (markers, solution lines, hidden tests, worked solutions) the student edition shows."""
-    text = edition_text(edition.out) + " " + edition_text(edition.stage)
+def _file_text(name: str, data: bytes) -> str:
+    """One file as searchable text: as is, plus HTML without tags, plus a notebook's cells and outputs."""
+    raw = data.decode("utf-8", errors="ignore")
+    parts = [raw]
+    if name.endswith(".html"):
+        parts.append(html.unescape(re.sub(r"<[^>]+>", "", raw)))
+    elif name.endswith(".ipynb"):
+        with contextlib.suppress(ValueError):
+            parts.append(_notebook_text(nbformat.reads(raw, as_version=4)))
+    return "\n".join(parts)
+
+
+def kit_text() -> str:
+    """The kit's files as the release zip ships them, as searchable text."""
+    return _normalise("\n".join(_file_text(rel, (KIT / rel).read_bytes()) for rel in kit_files(KIT)))
+
+
+def kit_problems(folder: Path) -> list[str]:
+    """Zips under `folder` whose attnlab/ is not exactly the kit's files (the kit is audited once, as `kit_text`)."""
+    expected = {f"attnlab/{rel}": (KIT / rel).read_bytes() for rel in kit_files(KIT)}
+    problems = []
+    for path in sorted(folder.rglob("*.zip")):
+        with zipfile.ZipFile(path) as zf:
+            shipped = {n: zf.read(n) for n in zf.namelist() if n.startswith("attnlab/")}
+        if shipped != expected:
+            odd = sorted(set(shipped) ^ set(expected)) or sorted(n for n in shipped if shipped[n] != expected[n])
+            problems.append(f"{path.relative_to(folder)}: its attnlab/ is not the kit ({', '.join(odd[:5])})")
+    return problems
+
+
+def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None = None,
+                  log=None) -> list[str]:
+    """What of the solutions the student edition (its pages, downloads, staged notebooks and the kit) shows:
+    markers, solution lines, hidden tests, worked solutions, and every graded answer (`publish.leaks`)."""
+    text, kit = edition_text(edition.out) + " " + edition_text(edition.stage), kit_text()
     problems = [f"marker {m!r} found" for m in FORBIDDEN if m in text]
+    problems += [f"attnlab/: marker {m!r} found" for m in cells.MARKERS if m in kit]
+    problems += kit_problems(edition.out) + kit_problems(edition.stage)
     sources = {src: read_notebook(src) for src in executed}
     pages = [p for d in toc_documents(published_toc(toc, edition.name))
              if (p := source_of(d)) is not None and not is_notebook(p)]
     public = public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
     for src, source in sources.items():
         problems += [f"{src.name}: {s[:100]!r}" for s in secrets(source, public) if s in text]
+        # the kit defines and documents hidden_check(...): its solution lines and worked solutions only
+        problems += [f"attnlab/ holds {src.name}: {s[:100]!r}" for s in secrets(source, public, hidden=False)
+                     if s in kit]
+    findings = audit_answers(edition, {chapter_of(src.name): nb for src, nb in sources.items()
+                                       if chapter_of(src.name)})
+    if log is not None:
+        log(f"book: answer audit of the {edition.name} edition: {findings.figures}")
+    return problems + findings.hits
+
+
+# What the audit's verdict depends on besides the built edition: the kit, the checks and the judge,
+# the references, the notebook conventions, the chapters, and the audit itself.
+AUDIT_INPUTS = ("attnlab", "autograder/checks", "autograder/judge.py", "autograder/cli.py", "solutions", "coursenb",
+                "chapters", "publish/leaks.py", "publish/audit.py")
+
+
+def _audit_key(edition: Edition) -> str | None:
+    """sha256 over the edition's Sphinx stamp (its staged files) and AUDIT_INPUTS; None if it has no stamp."""
+    stamp = edition.out / "built-from.sha256"
+    if not stamp.is_file():
+        return None
+    h = hashlib.sha256(stamp.read_bytes())
+    for entry in AUDIT_INPUTS:
+        base = ROOT / entry
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def audit_student_cached(edition: Edition, executed: dict[Path, Path], toc: dict | None = None,
+                         log=print) -> list[str]:
+    """`audit_student`, or its last result when neither the built edition nor what the audit reads changed."""
+    key, record = _audit_key(edition), edition.out / "audit.json"
+    if key is not None and record.is_file():
+        with contextlib.suppress(ValueError, KeyError):
+            last = json.loads(record.read_text())
+            if last["key"] == key:
+                log(f"book: answer audit of the {edition.name} edition unchanged: {last['figures']}")
+                return list(last["problems"])
+    figures: list[str] = []
+    problems = audit_student(edition, executed, toc, log=lambda line: (figures.append(line), log(line)))
+    if key is not None:
+        record.write_text(json.dumps({"key": key, "problems": problems,
+                                      "figures": figures[-1].split(": ", 1)[-1] if figures else ""}, indent=1))
     return problems
 
+
+def served(edition: Edition, folders: list[tuple[Path, str]] | None = None) -> tuple[list[Doc], int]:
+    """What the edition serves, as documents (pages, downloads, staged notebooks with outputs, the kit),
+    and how many files they come from. `folders` replaces the edition's (html, stage) folders."""
+    folders = folders or [(edition.html, f"{edition.name}/html"), (edition.stage, f"{edition.name}/stage")]
+    skip = lambda rel: rel.startswith(("_static/", "_sources/", "_images/"))  # noqa: E731 - the theme's assets
+    docs = served_docs(folders, skip)
+    kit = [doc for rel in kit_files(KIT) for doc in file_docs(KIT / rel, f"attnlab/{rel}")]
+    files = sum(1 for folder, _ in folders for p in folder.rglob("*")
+                if p.is_file() and not skip(p.relative_to(folder).as_posix())) + len(kit_files(KIT))
+    return docs + kit, files
+
+
+def audit_answers(edition: Edition, sources: dict[str, nbformat.NotebookNode],
+                  folders: list[tuple[Path, str]] | None = None) -> Findings:
+    """`publish.leaks.audit` on everything the edition serves, for the chapters' answers."""
+    docs, files = served(edition, folders)
+    return audit(docs, sources, files)
 
 def audit_offline(html_dir: Path) -> list[str]:
     """Pages and assets that would load something from another host, or name a CDN."""
@@ -133,3 +237,21 @@ def audit_offline(html_dir: Path) -> list[str]:
             for match in pattern.finditer(text):
                 problems.append(f"{rel}: {text[max(0, match.start() - 60):match.end() + 60]!r}")
     return problems
+
+
+def main() -> int:
+    """`python -m publish.audit`: audit the last build's student edition again and print the figures."""
+    import sys
+    import time
+
+    from publish.execute import executed_copies
+
+    start = time.perf_counter()
+    problems = audit_student(Edition("student"), executed_copies(), log=print)
+    print("\n".join(problems) or "no leak found")
+    print(f"audit: {len(problems)} finding(s) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

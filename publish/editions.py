@@ -9,12 +9,13 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from coursenb import cells
+from coursenb import cells, chapters
+from publish import downloads
 from publish.contents import is_notebook, published_name, published_toc, source_of, toc_documents
 from publish.layout import ANNOUNCEMENT, CONFIG, ROOT, Edition
 
-ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv", ".bib"}
-ASSET_DIRS = ("images", "figures", "img")
+ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv", ".bib", ".css"}
+ASSET_DIRS = ("images", "figures", "img", "_static")  # _static/*.css: the book's styles (no .js: see FIELD_NOTES)
 SKIP_PARTS = {".git", ".venv", "_build", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 
 
@@ -66,10 +67,16 @@ def _widget_text(model_id: str, state: dict) -> str | None:
     return None
 
 
-def edition_notebook(nb: nbformat.NotebookNode, edition: str) -> nbformat.NotebookNode:
-    """The notebook as `edition` publishes it (both: no widgets, so no CDN scripts)."""
+def edition_notebook(nb: nbformat.NotebookNode, edition: str, download: str | None = None) -> nbformat.NotebookNode:
+    """The notebook as `edition` publishes it (both: no widgets, so no CDN scripts). In the student
+    edition a chapter (`download`: its notebook name) gets the links to its release files after its title."""
     nb = without_widgets(nb)
-    return student_notebook(nb) if edition == "student" else nb
+    if edition != "student":
+        return nb
+    nb = student_notebook(nb)
+    if download is not None:
+        nb.cells.insert(min(1, len(nb.cells)), downloads.link_cell(download))
+    return nb
 
 
 def edition_config(edition: str) -> dict:
@@ -114,16 +121,17 @@ def stage(edition: Edition, toc: dict, executed: dict[Path, Path]) -> list[str]:
         "_config.yml": yaml.safe_dump(edition_config(edition.name), sort_keys=False).encode(),
         "_toc.yml": yaml.safe_dump(published, sort_keys=False).encode(),
     }
-    for doc in docs:
-        src = source_of(doc)
-        if src is None:
-            continue
+    sources = {doc: src for doc in docs if (src := source_of(doc)) is not None}
+    published_chapters = [c for c in chapters.select() if sources.get(c.doc) == c.path]
+    for src in sources.values():
         rel = published_name(src)
         if is_notebook(src):
             nb = nbformat.read(executed[src], as_version=4)
-            files[rel] = nbformat.writes(edition_notebook(nb, edition.name)).encode()
+            chapter = src.stem if chapters.is_chapter_source(src) else None
+            files[rel] = nbformat.writes(edition_notebook(nb, edition.name, chapter)).encode()
         else:
             files[rel] = src.read_bytes()
+    files.update(downloads.files(published_chapters))
     for path in assets(docs):
         files.setdefault(path.relative_to(ROOT).as_posix(), path.read_bytes())
     return _sync(edition.stage, files)

@@ -23,11 +23,11 @@ KIT = ("attnlab", "solutions", "autograder/checks", "autograder/judge.py", "cour
 
 
 def kit_digest() -> str:
-    """sha256 over the code the chapters import (KIT) and the interpreter/torch versions."""
+    """sha256 over the code the chapters import (the Python files of KIT) and the interpreter/torch versions."""
     h = hashlib.sha256(f"{sys.version}|{version_of('torch')}|{version_of('matplotlib')}".encode())
     for entry in KIT:
         base = ROOT / entry
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*.py") if p.is_file()
                                                      and "__pycache__" not in p.parts)
         for path in files:
             h.update(path.relative_to(ROOT).as_posix().encode())

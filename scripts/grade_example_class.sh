@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Grade the bundled example class end to end with the instructor CLI:
-# release -> example-class zip -> collect -> grade -> feedback -> export -> report -> gradebook.
+# release -> deadlines and late policy -> example-class zip -> collect -> grade -> manual grading (export, a
+# scripted instructor, import) -> feedback -> similarity -> export -> report -> gradebook.
 # Usage: bash scripts/grade_example_class.sh [COURSE_DIR] [--chapters ch1 ch2 ...]
 # Everything lands in COURSE_DIR (default _build/example_class/course); rerunning starts afresh.
+# EXAMPLE_PROSE=1 adds a manually graded prose question to the first chapter (until the chapters have their own);
+# it needs an engine that records unreadable notebooks beside manual cells (autograder/engine/store.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -15,20 +18,33 @@ OUT="$(dirname "$COURSE")"
 AG="$VENV/bin/autograder"
 CH=()
 [ ${#CHAPTERS[@]} -gt 0 ] && CH=(--chapters "${CHAPTERS[@]}")
+PROSE=()
+[ "${EXAMPLE_PROSE:-0}" = "1" ] && PROSE=(--add-prose-question)
 rm -rf "$COURSE"
 mkdir -p "$OUT"
 start=$SECONDS
 
 echo "== release -> $COURSE"
 "$AG" release --course "$COURSE" "${CH[@]}"
+echo "== due dates and late policy (the example class is due 2025-01-31 23:00 UTC)"
+"$AG" deadlines --course "$COURSE" --due "2025-01-31 23:00" --late per-day --per-day 10% --cap 50% --grace 15
 echo "== example class -> $OUT/example_class.zip"
-"$AG" example-class --course "$COURSE" --zip "$OUT/example_class.zip" "${CH[@]}"
-echo "== collect"
+"$AG" example-class --course "$COURSE" --zip "$OUT/example_class.zip" "${CH[@]}" "${PROSE[@]}"
+echo "== collect (grace's upload is late; linus's renamed notebook is placed by its content; ken's .py is not)"
 "$AG" collect --course "$COURSE" "$OUT/example_class.zip"
-echo "== grade"
+echo "== grade (the late policy is applied)"
 "$AG" grade --course "$COURSE" --workers 2
+echo "== manual grading: export the answers, a scripted instructor fills the CSV, import it"
+"$AG" manual export --course "$COURSE"
+if [ -f "$COURSE/manual/manual_grades.csv" ]; then
+    "$PY" -c "from autograder.example_class import grade_prose; import sys; print(grade_prose(sys.argv[1], sys.argv[2]), 'answers scored')" \
+        "$COURSE/manual/manual_grades.csv" "$OUT/manual_grades_filled.csv"
+    "$AG" manual import --course "$COURSE" "$OUT/manual_grades_filled.csv"
+fi
 echo "== feedback"
 "$AG" feedback --course "$COURSE"
+echo "== similar submissions (tim copied hedy's notebook and renamed everything)"
+"$AG" similarity --course "$COURSE"
 echo "== export"
 "$AG" export --course "$COURSE" --format csv -o "$OUT/grades.csv"
 "$AG" export --course "$COURSE" --format csv --cells -o "$OUT/grades_cells.csv"
@@ -37,4 +53,5 @@ echo "== report"
 "$AG" report --course "$COURSE"
 echo "== gradebook"
 "$AG" gradebook --course "$COURSE"
-echo "== example class graded in $((SECONDS - start)) s: feedback in $COURSE/feedback, plots in $COURSE/report, CSVs in $OUT"
+echo "== example class graded in $((SECONDS - start)) s: feedback in $COURSE/feedback, plots in $COURSE/report,"
+echo "   similarity report in $COURSE/similarity/index.html, CSVs in $OUT"

@@ -9,16 +9,23 @@ cd "$(dirname "$0")/.."
 source scripts/venv.sh
 export MPLBACKEND=Agg PYTHONHASHSEED=0 OMP_WAIT_POLICY=PASSIVE
 start=$SECONDS
-echo "== building the book: both editions, chapters executed once"
-attnbook "$@"
-test -f _build/student/html/index.html && test -f _build/solutions/html/index.html
-mkdir -p _build/html
-cat > _build/html/index.html <<'HTML'
+echo "== building the book: both editions, chapters executed once, the student edition audited"
+book=0
+attnbook "$@" || book=$?
+if [ "$book" -eq 0 ]; then
+    test -f _build/student/html/index.html && test -f _build/solutions/html/index.html
+    mkdir -p _build/html
+    cat > _build/html/index.html <<'HTML'
 <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Attention in Parallel</title></head>
 <body><h1>Attention in Parallel: a Transformer problem set</h1>
-<ul><li><a href="../student/html/index.html">Student edition</a> (problems, stubs, visible tests, reference results)</li>
+<ul><li><a href="../student/html/index.html">Student edition</a> (problems, stubs, visible tests, reference results, downloads)</li>
 <li><a href="../solutions/html/index.html">Solutions edition</a> (everything, for instructors)</li></ul></body></html>
 HTML
-echo "== book built in $((SECONDS - start)) s: _build/html/index.html links _build/student/html and _build/solutions/html"
+    echo "== book built in $((SECONDS - start)) s: _build/html/index.html links _build/student/html and _build/solutions/html"
+else
+    rm -f _build/html/index.html  # nothing to publish: a chapter failed, Sphinx failed, or the student edition leaks
+    echo "== the book FAILED (above: a chapter, Sphinx, or an answer the student edition shows); grading anyway" >&2
+fi
 bash scripts/grade_example_class.sh _build/example_class/course
 echo "== main job done in $((SECONDS - start)) s"
+exit "$book"

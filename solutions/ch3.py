@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
+
+# Problem 3.1 (seed 002 P6a): the merged matrix, head index first, the scale 1/sqrt(K) folded in.
+WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WQ[h,k,j1] * WK[h,k,j2] / sqrt(K)"
 
 
 def merge_query_key(WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
@@ -33,3 +37,14 @@ def params_separate(K: int, J: int) -> int:
 def params_merged(J: int) -> int:
     """Merged W~Q parameters of one head: J^2."""
     return J * J
+
+
+def layer_params_separate(H: int, K: int, J: int, *,
+                          params_separate: Callable[[int, int], int] = params_separate) -> int:
+    """Query and key parameters of a layer of H heads: H times a head's (the grader may pass the student's)."""
+    return H * params_separate(K, J)
+
+
+def layer_params_merged(H: int, J: int, *, params_merged: Callable[[int], int] = params_merged) -> int:
+    """Merged W~Q parameters of a layer of H heads: H times a head's (the grader may pass the student's)."""
+    return H * params_merged(J)

@@ -3,13 +3,17 @@
 Fast tests check the table of contents, the edition configurations and the student
 notebook transform; the `slow` ones build both editions once per session (chapters
 executed once, cached) and search every file of the student edition (HTML, search index,
-sources, notebooks, doctrees, the staged source) for solution code, hidden tests and worked
-solutions, with a control: everything searched for is found in the solutions edition.
+downloads, notebooks, doctrees, the staged source) for solution code, hidden tests and worked
+solutions, with a control: everything searched for is found in the solutions edition; they
+run the answer audit on it and on a copy with planted answers, and check that every chapter
+page serves its release notebook and a zip with the kit, never a source.
 """
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -21,7 +25,7 @@ import publish
 from autograder import course
 from coursenb import cells
 from coursenb.chapters import Chapter, select
-from publish import audit, contents, execute, layout
+from publish import audit, contents, downloads, execute, layout
 from publish.editions import edition_config, student_notebook, without_widgets
 
 FRONT = ["front/students", "front/instructors", "front/notation", "front/errata"]
@@ -60,7 +64,7 @@ def test_every_chapter_is_published_in_order() -> None:
 def test_errata_page_lists_the_known_seed_typos() -> None:
     text = (layout.ROOT / "front" / "errata.md").read_text()
     for needle in ("ranger",                      # seed 000
-                   "L_\\ell(t_2, J_2)",           # seed 002 P6: the last factor at t2
+                   "L_\\ell[t_2, J_2]",           # seed 002 P6: the last factor at t2
                    "L_\\ell[b, 2t + \\Delta t, i']",  # seed 002 P3: the batch index b
                    "1/\\sqrt{K}",                  # seed 002 P4: unscaled scores
                    "key matrix"):                  # seed 004: K for items and keys
@@ -70,7 +74,7 @@ def test_errata_page_lists_the_known_seed_typos() -> None:
 def test_notation_page_translates_to_every_seed() -> None:
     text = (layout.ROOT / "front" / "notation.md").read_text()
     for seed in ("000", "001", "002", "003", "004"):
-        assert re.search(rf"^### Seed {seed}\b.*\n(?:(?!###).*\n)*?\| book \| seed {seed} \|", text, re.M), seed
+        assert re.search(rf"^### Seed {seed}\b.*\n(?:(?!### ).*\n)*?\| book \| seed {seed} \|", text, re.M), seed
 
 
 def test_edition_configs() -> None:
@@ -161,7 +165,7 @@ def texts(editions) -> dict[str, str]:
 
 
 def _published_chapters() -> list[Path]:
-    """The chapter notebooks the session's build published."""
+    """The sources (chapter texts) of the notebooks the session's build published."""
     return list(execute.executed_copies())
 
 
@@ -172,11 +176,11 @@ def test_student_edition_has_no_solution_code_hidden_tests_or_worked_solutions(t
         assert marker not in texts["student"], f"{marker!r} in the student edition"
     assert "hidden_check(" in texts["solutions"], "control: the solutions edition shows the hidden tests"
     pages = [p for d in contents.toc_documents(contents.published_toc(edition="student"))
-             if (p := contents.source_of(d)).suffix != ".ipynb"]
+             if not contents.is_notebook(p := contents.source_of(d))]
     executed = execute.executed_copies()
     public = audit.public_text([nbformat.read(e, as_version=4) for e in executed.values()], pages)
     for src in _published_chapters():
-        secrets = audit.secrets(nbformat.read(src, as_version=4), public)
+        secrets = audit.secrets(contents.read_notebook(src), public)
         assert secrets, src.name
         unseen = [s for s in secrets if s not in texts["solutions"]]
         assert not unseen, f"control: {src.name}: not in the solutions edition, so the search is blind: {unseen[:5]}"
@@ -197,10 +201,10 @@ def test_search_index_has_no_solution_only_words(editions) -> None:
     student_terms, solution_terms = _index_terms(editions["student"]), _index_terms(editions["solutions"])
     secret_words, kept_words = set(), set()
     for path in [contents.source_of(d) for d in contents.toc_documents(contents.published_toc(edition="student"))]:
-        if path.suffix != ".ipynb":
+        if not contents.is_notebook(path):
             kept_words |= set(re.findall(r"\w+", path.read_text().lower()))
             continue
-        source = nbformat.read(path, as_version=4)
+        source = contents.read_notebook(path)
         executed = nbformat.read(execute.executed_copies()[path], as_version=4)
         kept_words |= set(re.findall(r"\w+", audit._notebook_text(student_notebook(executed)).lower()))
         secret_words |= set(re.findall(r"\w+", " ".join(audit.secrets(source)).lower()))
@@ -211,28 +215,132 @@ def test_search_index_has_no_solution_only_words(editions) -> None:
     assert not leaked, f"searchable in the student edition: {leaked[:20]}"
 
 
+def _downloads(html: Path) -> dict[str, Path]:
+    """The files the edition serves for download (Sphinx's _downloads/<hash>/<name>), by name."""
+    return {p.name: p for p in (html / "_downloads").rglob("*") if p.is_file()}
+
+
 @pytest.mark.slow
-def test_student_edition_offers_no_notebook_or_source_download(editions) -> None:
+def test_student_edition_serves_release_notebooks_never_sources(editions) -> None:
     student, solutions = editions["student"], editions["solutions"]
     assert not (student / "_sources").exists()
-    assert not list(student.rglob("*.ipynb"))
+    served = {p.relative_to(student).as_posix() for p in student.rglob("*") if p.suffix in (".ipynb", ".zip")}
+    assert served and all(rel.startswith("_downloads/") for rel in served), served
+    staged = {p.name: p.read_bytes() for p in (layout.Edition("student").stage / downloads.FOLDER).iterdir()}
+    for name, path in _downloads(student).items():
+        assert path.read_bytes() == staged[name], f"{name} is not the release the build made"
     for page in student.rglob("*.html"):
         html = page.read_text()
-        assert not re.search(r"""href=["'][^"']*(_sources/|\.ipynb)""", html), f"{page.name} links a source download"
+        assert not re.search(r"""href=["'][^"']*_sources/""", html), f"{page.name} links a source download"
+        for link in re.findall(r"""href=["']([^"']+\.(?:ipynb|zip))["']""", html):
+            assert "_downloads/" in link, f"{page.name} links {link}, not a release download"
+    for chapter in select():
+        release = nbformat.reads(_downloads(student)[f"{chapter.notebook}.ipynb"].read_text(), as_version=4)
+        assert [c.source for c in release.cells] == [c.source for c in cells.release(chapter.read()).cells]
+        text = json.dumps(release)
+        assert not [m for m in audit.FORBIDDEN if m in text], chapter.notebook
     assert list((solutions / "_sources").rglob("*.ipynb")), "control: the solutions edition has its notebooks"
 
 
 @pytest.mark.slow
-def test_student_edition_shows_stubs_and_keeps_every_output(editions) -> None:
-    for src in _published_chapters():
+def test_every_chapter_page_links_its_notebook_and_a_zip_with_the_kit(editions) -> None:
+    student = editions["student"]
+    for chapter in select():
+        page = student / f"{chapter.doc}.html"
+        links = re.findall(r"""<a class="reference download internal"[^>]*href=["']([^"']+)["']""", page.read_text())
+        names = {Path(link).name: (page.parent / link).resolve() for link in links}
+        assert {f"{chapter.notebook}.ipynb", f"{chapter.notebook}.zip"} <= set(names), (page.name, links)
+        with zipfile.ZipFile(names[f"{chapter.notebook}.zip"]) as zf:
+            members = set(zf.namelist())
+            readme = zf.read("README.md").decode()
+        assert {f"{chapter.notebook}.ipynb", "README.md", "attnlab/pyproject.toml", "attnlab/validate.py"} <= members
+        assert f"python -m attnlab.validate {chapter.notebook}.ipynb" in readme
+    students = (student / "front" / "students.html").read_text()
+    assert re.search(rf"""href=["'][^"']*_downloads/[^"']*/{downloads.ALL_CHAPTERS}["']""", students)
+    with zipfile.ZipFile(_downloads(student)[downloads.ALL_CHAPTERS]) as zf:
+        assert {f"{c.notebook}.ipynb" for c in select()} <= set(zf.namelist())
+
+
+@pytest.mark.slow
+def test_the_student_edition_gives_no_answer_away(editions) -> None:
+    """The audit of the build (publish.audit.audit_student): markers, solution lines, and every graded answer
+    in the pages, the downloads, the staged notebooks and the kit."""
+    problems = audit.audit_student(layout.Edition("student"), execute.executed_copies(), log=print)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_the_build_audits_again_only_when_what_it_reads_changes(editions, monkeypatch) -> None:
+    student, executed, lines = layout.Edition("student"), execute.executed_copies(), []
+    first = audit.audit_student_cached(student, executed, log=lines.append)
+    again = audit.audit_student_cached(student, executed, log=lines.append)
+    assert again == first and "unchanged" in lines[-1], lines
+    key = audit._audit_key(student)
+    monkeypatch.setattr(audit, "_audit_key", lambda edition: key + "-changed")  # a chapter or the kit edited
+    lines.clear()
+    assert audit.audit_student_cached(student, executed, log=lines.append) == first
+    assert lines and "unchanged" not in lines[-1], lines
+
+
+PLANTED_PAGE = r"<p>Hint: one layer after another, \(\mathcal{O}\big(L\,(T + K + J)\big)\).</p>"
+
+
+@pytest.mark.slow
+def test_the_audit_fails_on_planted_answers(editions, tmp_path: Path) -> None:
+    """A copy of the student edition with one answer of each kind planted: each is reported, where it was planted."""
+    student = layout.Edition("student")
+    sources = {c.assignment: c.read() for c in select()}
+    html, stage = tmp_path / "html", tmp_path / "stage"
+    shutil.copytree(student.html, html, ignore=shutil.ignore_patterns("_static", "_images"))
+    shutil.copytree(student.stage, stage)
+    folders = [(html, "html"), (stage, "stage")]
+    before = set(audit.audit_answers(student, sources, folders).hits)
+    page = html / "chapters" / "ch2_spatial.html"  # (1) a symbolic answer of chapter 1, typeset in another chapter
+    page.write_text(page.read_text().replace("<section", PLANTED_PAGE + "<section", 1))
+    notebook = stage / "chapters" / "ch3_merged_qk.ipynb"  # (2) a value in an output, (3) a cell drawn from answers
+    nb = nbformat.read(str(notebook), as_version=4)
+    J = 64
+    nb.cells.append(nbformat.v4.new_code_cell(f"J = {J}\nprint('equal at', [K for K in range(J) if 2 * K * J == J * J])",
+                                              id="planted-value"))
+    nb.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"equal at [{J // 2}]\n")]
+    nb.cells.append(nbformat.v4.new_code_cell("plt.plot(Ks, [params_merged(J) for K in Ks])", id="planted-plot"))
+    nb.cells[-1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "fig"})]
+    nbformat.write(nb, str(notebook))
+    (stage / "helper.py").write_text(  # (4) a solution's defining call, renamed, in a file the edition serves
+        'def merge(A, B):\n    return torch.einsum("nij,nik->njk", A, B) / A.shape[1] ** 0.5\n')
+    after = audit.audit_answers(student, sources, folders)
+    planted = set(after.hits) - before
+    print(after.figures)
+    expected = {"ch2_spatial.html": "ch1.PARALLEL_TIME_SERIAL", "id planted-value": "the value of ch3.EQUAL_WHEN",
+                "id planted-plot": "uses params_merged", "helper.py": "einsum('abc,abd->acd')"}
+    for where, what in expected.items():
+        assert [h for h in planted if where in h and what in h], f"{where}: {what} not reported; new: {planted}"
+
+
+def _shown(nb: nbformat.NotebookNode) -> tuple[int, int]:
+    """(code cells with outputs, images) a page made from `nb` shows."""
+    outputs = sum(1 for c in nb.cells if c.cell_type == "code" and c.outputs)
+    images = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                 if any(m.startswith("image/") for m in o.get("data", {})))
+    images += sum(len(re.findall(r"!\[|<img\b", c.source)) for c in nb.cells if c.cell_type == "markdown")
+    return outputs, images
+
+
+@pytest.mark.slow
+def test_student_edition_shows_stubs_and_every_output_but_answers(editions) -> None:
+    """Every output of the executed chapter is on the student page, except those of worked solutions and of
+    cells that show answers (`answer-output`); the solutions page shows them all."""
+    for src, executed in execute.executed_copies().items():
         page = src.relative_to(layout.ROOT).with_suffix(".html").as_posix()
+        nb = without_widgets(nbformat.read(executed, as_version=4))
+        for edition, shown in (("student", student_notebook(nb)), ("solutions", nb)):
+            html = (editions[edition] / page).read_text()
+            outputs, images = _shown(shown)
+            assert len(re.findall(r'class="cell_output', html)) == outputs, (edition, page)
+            assert len(re.findall(r"<img\b", html)) == images, (edition, page)
         student = (editions["student"] / page).read_text()
-        solutions = (editions["solutions"] / page).read_text()
-        n_solution_cells = sum(1 for c in nbformat.read(src, as_version=4).cells
-                               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+        n_solution_cells = sum(1 for c in nb.cells if c.cell_type == "code" and cells.is_solution(c))
         assert student.count("NotImplementedError") >= n_solution_cells, page
-        for pattern in (r"<img\b", r'class="cell_output', r'class="output '):
-            assert len(re.findall(pattern, student)) == len(re.findall(pattern, solutions)), (page, pattern)
 
 
 @pytest.mark.slow
@@ -241,10 +349,11 @@ def test_every_figure_is_present(edition: str, editions) -> None:
     html = editions[edition]
     for src in _published_chapters():
         executed = nbformat.read(execute.executed_copies()[src], as_version=4)
-        plots = sum(1 for c in executed.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+        shown = student_notebook(executed) if edition == "student" else executed
+        plots = sum(1 for c in shown.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
         page = html / src.relative_to(layout.ROOT).with_suffix(".html")
         images = re.findall(r"""<img\b[^>]*\ssrc=["']([^"']+)["']""", page.read_text())
-        assert len(images) >= plots, f"{page.name}: {plots} plots executed, {len(images)} images on the page"
+        assert len(images) >= plots, f"{page.name}: {plots} plots to show, {len(images)} images on the page"
         for image in images:
             assert (page.parent / image).resolve().is_file(), f"{page.name}: {image} is missing"
 

@@ -1,17 +1,22 @@
-"""Both editions of the book in a real browser: headless Chromium (Debian's `chromium` and
+r"""Both editions of the book in a real browser: headless Chromium (Debian's `chromium` and
 `chromium-driver`) driven by selenium, every page served from 127.0.0.1 with every other
 host unreachable (as offline).
 
 On every page: math typeset by the local MathJax (`mjx-container` in every math element, no
-TeX error, no raw `$$`), no console error, no failed or off-host request, every image loaded,
-every internal link and anchor resolving. Search works from the built files. A full-page
-screenshot of each chapter goes to artifacts/screenshots/<edition>/.
+TeX error, no raw `$$`, no backslash shown as a character, as `\text{self\_attention}` did
+before textmacros), no console error, no failed or off-host request, every image loaded,
+every internal link and anchor resolving, and nothing wider than the column cut at its edge
+(wide equations and code scroll inside it). Every chapter figure is drawn at no less than
+half its pixel width (its text stays readable). Search works from the built files. A
+full-page screenshot of each chapter goes to artifacts/screenshots/<edition>/.
 
 Without Chromium the tests skip, except in CI (CI=true), where they fail.
 """
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import http.server
 import json
 import os
@@ -23,6 +28,7 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import publish
@@ -39,6 +45,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 SCREENSHOTS = layout.ROOT / "artifacts" / "screenshots"
 MAX_SCREENSHOT_HEIGHT = 16000
+# A figure drawn at less than this fraction of its pixel width has text too small to read:
+# matplotlib's default 10 pt at 100 dpi is 14 px, so below one half it is under 7 px.
+MIN_IMAGE_SCALE = 0.5
 NETWORK_SCHEMES = {"http", "https", "ws", "wss", "ftp"}  # not data:, blob:, chrome:// (the browser's own UI)
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -149,7 +158,39 @@ return {
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   ids: [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.getAttribute('name')),
   height: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
+  cut: cutAtTheEdge(),
+  backslashes: typesetBackslashes(),
 };
+
+// Content wider than the column that no scrolling box holds: it is cut at the column's edge.
+function cutAtTheEdge() {
+  const column = document.querySelector('article') || document.body;
+  const edge = column.getBoundingClientRect().right + 1;
+  const found = [];
+  for (const el of column.querySelectorAll('mjx-container, pre, table, img, .cell_output, .math')) {
+    let scrolls = false;
+    for (let a = el; a && a !== column; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { scrolls = true; break; }
+    }
+    const box = el.getBoundingClientRect();
+    if (!scrolls && box.width > 0 && box.left + el.scrollWidth > edge) {
+      found.push(el.tagName.toLowerCase() + ': ' + (el.textContent || el.getAttribute('src') || '').trim().slice(0, 60));
+    }
+  }
+  return found.slice(0, 10);
+}
+
+// A backslash that typeset math shows as a character (\text{self\_attention} without textmacros).
+function typesetBackslashes() {
+  const found = [];
+  if (!(window.MathJax && MathJax.startup && MathJax.startup.document && MathJax.startup.toMML)) return found;
+  for (const item of MathJax.startup.document.math) {
+    const leaves = MathJax.startup.toMML(item.root).match(/<(mtext|mi|mo|mn|ms)\b[^>]*>[^<]*\\[^<]*<\/\1>/g);
+    if (leaves) found.push(String(item.math).slice(0, 80) + ' -> ' + leaves.join(' '));
+  }
+  return found.slice(0, 10);
+}
 """
 
 
@@ -223,6 +264,8 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
         found += [f"math not typeset: {t!r}" for t in info["untypeset"]]
         found += [f"TeX error: {t!r}" for t in info["tex_errors"]]
         found += [f"raw TeX left in the text: {t!r}" for t in info["raw_dollars"]]
+        found += [f"math shows a backslash: {t!r}" for t in info["backslashes"]]
+        found += [f"cut at the column's edge: {t!r}" for t in info["cut"]]
         found += [f"image not loaded: {img['src']}" for img in info["images"] if not img["ok"]]
         found += [f"console {e['level']}: {e['message'][:300]}" for e in driver.get_log("browser")
                   if e["level"] == "SEVERE"]
@@ -272,6 +315,9 @@ def test_every_page_renders_offline(edition: str, driver, editions, server) -> N
 DOCTORED = """
 <div class="tex2jax_ignore mathjax_ignore"><p>Left raw: $$x^2$$.</p></div>
 <span class="math notranslate nohighlight">\\(x^1^2\\)</span>
+<span class="math notranslate nohighlight">\\(\\text{planted \\oops}\\)</span>
+<div style="overflow: hidden"><pre style="overflow: visible">planted wide line """ + "x" * 400 + """</pre></div>
+<img src="../_images/PLANTED" style="width: 10px" alt="a shrunk figure">
 <img src="../_images/no-such-figure.png" alt="missing">
 <a href="errata.html#no-such-anchor">a missing anchor</a> <a href="no-such-page.html">a missing page</a>
 <script src="https://cdn.jsdelivr.net/npm/no-such-package/index.js"></script>
@@ -290,16 +336,62 @@ def test_the_checks_catch_a_broken_page(driver, editions, server) -> None:
     shutil.copy(source / "front" / "errata.html", html / "front" / "errata.html")
     page = (source / "front" / "notation.html").read_text()
     assert "<article" in page and '<span class="math' in page
-    (html / "front" / "notation.html").write_text(page.replace("<article", DOCTORED + "<article", 1))
+    figure = sorted((source / "_images").glob("*.png"))[0].name  # a real figure, drawn 10 px wide
+    doctored = re.sub(r"(<article\b[^>]*>)", lambda m: m.group(1) + DOCTORED.replace("PLANTED", figure), page, count=1)
+    (html / "front" / "notation.html").write_text(doctored)
     origin = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         found = "\n".join(check_pages(driver, origin, html, ["front/notation.html"])["front/notation.html"])
+        shrunk = shrunk_figures(driver)
     finally:
         shutil.rmtree(html.parent, ignore_errors=True)
     for expected in ("raw TeX left in the text: '$$x^2", "TeX error", "image not loaded", "no-such-figure.png",
                      "missing anchor #no-such-anchor", "broken link", "no-such-page.html",
-                     "off-host request https://cdn.jsdelivr.net", "planted error"):
+                     "off-host request https://cdn.jsdelivr.net", "planted error",
+                     "math shows a backslash: '\\\\text{planted \\\\oops}", "cut at the column's edge: 'pre: planted wide"):
         assert expected in found, f"{expected!r} not reported; the checks reported:\n{found}"
+    assert [f for f in shrunk if f["src"].endswith(figure) and f["scale"] < MIN_IMAGE_SCALE], shrunk
+
+
+SHRUNK = """
+return [...document.querySelectorAll('article img')].filter(img => img.naturalWidth > 0)
+  .map(img => ({src: img.currentSrc || img.src, scale: img.getBoundingClientRect().width / img.naturalWidth}))
+  .filter(img => img.scale < arguments[0]);
+"""
+
+
+def shrunk_figures(driver) -> list[dict]:
+    """Figures of the open page drawn at less than MIN_IMAGE_SCALE of their width (src, scale)."""
+    return driver.execute_script(SHRUNK, MIN_IMAGE_SCALE)
+
+
+def _figure_cells(edition: str) -> dict[str, str]:
+    """Image file name (myst-nb names a PNG by the sha256 of its bytes) -> 'chapter cell <id>'."""
+    found = {}
+    for notebook in sorted((layout.Edition(edition).stage / "chapters").glob("*.ipynb")):
+        for cell in nbformat.read(str(notebook), as_version=4).cells:
+            for output in cell.get("outputs", []):
+                data = output.get("data", {}).get("image/png")
+                if data:
+                    found[hashlib.sha256(base64.b64decode(data)).hexdigest() + ".png"] = \
+                        f"{notebook.stem} cell {cell.get('id')}"
+    return found
+
+
+@pytest.mark.parametrize("edition", layout.EDITIONS)
+def test_every_figure_is_readable(edition: str, driver, editions, server) -> None:
+    """No chapter's figure is drawn so much smaller than its pixels that its text cannot be read (a figure
+    wider than the column is scaled down: draw it narrower, or with larger fonts)."""
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    cells = _figure_cells(edition)
+    small = []
+    for page in [p for p in _pages(editions[edition]) if p.startswith("chapters/")]:
+        driver.get(f"{origin}/{edition}/html/{page}")
+        driver.execute_async_script(WAIT_FOR_PAGE)
+        for figure in shrunk_figures(driver):
+            name = figure["src"].rsplit("/", 1)[-1]
+            small.append(f"{cells.get(name, page)}: drawn at {figure['scale']:.0%} of its width ({name[:12]})")
+    assert not small, "figures too small to read:\n" + "\n".join(small)
 
 
 @pytest.mark.parametrize("edition", layout.EDITIONS)

@@ -8,8 +8,10 @@ engine on two submissions when the engine is installed.
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import zipfile
@@ -21,6 +23,7 @@ import pytest
 from autograder import cli, collect, course, example_class, gradinglog
 from autograder.checks import CHECKS
 from autograder.gradinglog import CellLog, NotebookLog
+from coursenb import cells
 from coursenb.chapters import select
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
@@ -132,25 +135,27 @@ def test_collect_lms_zip_with_junk_and_duplicates(capsys, released, tmp_path) ->
         zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 105, f"{NB}-1.ipynb"), (2025, 1, 1, 10, 0, 0)), nb)
         zf.writestr(canvas("roe", 12, 200, f"{NB}.ipynb", late=True), nb)
         zf.writestr(canvas("roe", 12, 201, "notes.txt"), b"hello")
-        zf.writestr(canvas("poe", 13, 300, "ch9_other.ipynb"), nb)
+        zf.writestr(canvas("poe", 13, 300, "ch9_other.ipynb"), nb)  # a renamed ch1 notebook: placed by content
+        zf.writestr(canvas("zoe", 15, 500, "ch9_other.ipynb"), b'{"cells": []}')
         zf.writestr(canvas("moe", 14, 400, f"{NB}.ipynb"), b'{"cells": [')
         zf.writestr("__MACOSX/._junk", b"\0")
         zf.writestr("readme.pdf", b"%PDF")
     code, out, err = run(capsys, "collect", src, "--course", course_dir)
     assert code == 0, err
     placed = sorted(p.parent.parent.name for p in (course_dir / "submitted").glob(f"*/ch1/{NB}.ipynb"))
-    assert placed == ["doejane", "moe", "roe"]  # moe's file is unreadable: placed, it will score 0
+    assert placed == ["doejane", "moe", "poe", "roe"]  # moe's file is unreadable: placed, it will score 0
     assert (course_dir / "submitted" / "doejane" / "ch1" / f"{NB}.ipynb").read_bytes() == nb  # the later one
     for words in ("duplicate of doejane", "not a notebook (notes.txt)", "unknown chapter ch9",
                   "not a readable notebook", "not a notebook (readme.pdf)"):
         assert words in out, words
     assert "__MACOSX" not in out
     assert "5 problem(s)" in out and "it will score 0" in out
+    assert f"ch9_other.ipynb placed as ch1/{NB}.ipynb by its content" in out
     with_ids = {r[0]: r[1] for r in _students(course_dir)}
-    assert with_ids == {"doejane": "11", "roe": "12", "poe": "13", "moe": "14"}
+    assert with_ids == {"doejane": "11", "roe": "12", "poe": "13", "moe": "14", "zoe": "15"}
     # collecting again changes nothing
     code, out, _ = run(capsys, "collect", src, "--course", course_dir)
-    assert code == 0 and "0 new, 0 replaced, 3 unchanged" in out
+    assert code == 0 and "0 new, 0 replaced, 4 unchanged" in out
 
 
 def _students(course_dir: Path) -> list[tuple[str, str | None]]:
@@ -201,6 +206,7 @@ def test_collect_bad_source(capsys, released, tmp_path, make, words) -> None:
 
 @pytest.mark.parametrize("argv", [
     ["collect", "x.zip"], ["grade"], ["feedback"], ["export", "-o", "x.csv"], ["report"], ["gradebook"],
+    ["deadlines"], ["manual", "export"], ["manual", "import", "x.csv"], ["similarity"],
 ])
 def test_missing_course_dir(capsys, tmp_path, argv) -> None:
     code, _, err = run(capsys, *argv, "--course", tmp_path / "no-such-course")
@@ -255,8 +261,9 @@ def test_example_class_is_deterministic_and_collects(capsys, released, tmp_path,
     code, out, _ = run(capsys, "collect", class_zip, "--course", course_dir)
     assert code == 0
     placed = sorted(p.name for p in (course_dir / "submitted").iterdir())
-    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "john", "margaret", "niklaus"]
-    for words in ("duplicate of grace", "not a notebook", "wrong name ch1_final_version.ipynb",
+    assert placed == ["ada", "alan", "barbara", "donald", "edsger", "frances", "grace", "hedy", "john", "linus",
+                      "margaret", "niklaus", "tim"]
+    for words in ("duplicate of grace", "not a notebook", f"ch1_final_version.ipynb placed as ch1/{NB}.ipynb by its content",
                   "not a readable notebook"):
         assert words in out
     # the folder form carries the same files
@@ -288,6 +295,24 @@ def test_example_class_students_are_what_they_claim(released) -> None:
 SCORES = {  # student -> grade_ids lost (every other cell full marks)
     "ada": set(), "alan": {"test_self_attention"}, "edsger": "all", "grace": {"test_transformer", "test_softmax_time"},
 }
+# What the chapter's cells are worth today (a chapter may gain a question): the expectations below follow.
+POINTS = {cells.grade_id(c): cells.points(c) for c in CHAPTER.read().cells if cells.is_graded(c)}
+TOTAL = sum(POINTS.values())
+
+
+def raw(student: str) -> float:
+    """The student's score before any late penalty."""
+    lost = SCORES[student]
+    return 0.0 if lost == "all" else TOTAL - sum(POINTS[g] for g in lost)
+
+
+GRACE_PENALTY = min(raw("grace"), 0.2 * TOTAL)  # two started days late at 10% a day
+GRACE_FINAL = raw("grace") - GRACE_PENALTY
+
+
+def num(x: float) -> str:
+    """A score as the tables and exports print it."""
+    return f"{round(x, 2):g}"
 
 
 def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
@@ -317,42 +342,147 @@ def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     folder = course_dir / "autograded" / student / "ch1"
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(source, folder / f"{NB}.ipynb")
+    visible = student == "edsger"  # the release untouched: its visible tests fail first, no hidden check runs
     cells = tuple(CellLog(gid, 0.0 if gid in lost else pts, pts,
-                          f"REASON-{gid}: hidden test ch1.self_attention failed" if gid in lost else "passed",
-                          (f"ch1.{gid[5:]}",) if gid in lost else ())
+                          ("the cell raised NotImplementedError: " if visible else
+                           f"REASON-{gid}: hidden test ch1.self_attention failed") if gid in lost else "passed",
+                          (f"ch1.{gid[5:]}",) if gid in lost and not visible else ())
                   for gid, pts in points.items())
     gradinglog.write(folder, NotebookLog(student, "ch1", NB, None, None, "2025-01-31T23:00:00Z", cells, execution_time=1.0))
 
 
+DUE = "2025-01-31 23:00"
+SUBMITTED = {  # student -> (upload time, the LMS's late mark): grace 2 days late, ada 10 minutes (grace period)
+    "ada": ("2025-01-31 23:10", False), "alan": ("2025-01-31 20:00", False), "edsger": ("2025-01-30 09:00", False),
+    "grace": ("2025-02-02 22:00", True)}
+
+
 @pytest.fixture(scope="module")
 def graded(released, tmp_path_factory) -> Path:
-    """A copy of the course with four students graded (no kernel: grades written directly)."""
+    """A copy of the course with four students graded (no kernel: grades written directly), a due date, a
+    late policy of 10% a started day (cap 50%, 15 minutes' grace), and grace's work two days late."""
+    import datetime as dt
+
+    from autograder import late
+    from autograder.grades import gradebook
+
     course_dir = fresh(released, tmp_path_factory.mktemp("graded"))
+    assert cli.main(["deadlines", "--course", str(course_dir), "--due", f"ch1={DUE}", "--late", "per-day",
+                     "--per-day", "10%", "--cap", "50%", "--grace", "15"]) == 0
     for student, lost in SCORES.items():
         fake_grade(course_dir, student, lost)
-    with __import__("autograder.grades", fromlist=["gradebook"]).gradebook(course_dir) as gb:
+    with gradebook(course_dir) as gb:
         gb.update_or_create_student("ken", lms_user_id="1012")  # collected, but nothing placed
+        gb.update_or_create_student("grace", first_name="Grace", last_name='=HYPERLINK("http://evil","Hopper")')
+        for student, (when, _) in SUBMITTED.items():
+            gb.find_submission("ch1", student).timestamp = dt.datetime.fromisoformat(when)
+        gb.db.commit()
+    records = {f"{s}/ch1/{NB}": {"student": s, "assignment": "ch1", "notebook": NB, "origin": "x", "file": "x",
+                                 "uploaded_at": when.replace(" ", "T") + ":00Z", "lms_late": lms, "lms_user_id": None,
+                                 "sha256": "", "how": "name"} for s, (when, lms) in SUBMITTED.items()}
+    unplaced = {"zip:ken": {"origin": f"zip:ken_1012_9_{NB}.py", "reason": f"not a notebook ({NB}.py)",
+                            "student": "ken", "assignment": None, "collected_at": ""}}
+    (course_dir / "collected.json").write_text(json.dumps({"submissions": records, "unplaced": unplaced}))
+    late.apply(course_dir)
     return course_dir
 
 
 def test_gradebook_table(capsys, graded) -> None:
     code, out, _ = run(capsys, "gradebook", "--course", graded)
     assert code == 0
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line.strip()}
-    assert rows["ada"] == ["11", "11"] and rows["alan"] == ["7", "7"] and rows["edsger"] == ["0", "0"]
-    assert rows["ken"] == ["-", "0"]
+    table_lines = out.split("\n\n")[0].splitlines()[3:]
+    rows = {line.split()[0]: line.split()[1:] for line in table_lines if line.strip()}
+    assert rows["ada"] == [f"{num(TOTAL)}L", num(TOTAL)] and rows["alan"] == [num(raw("alan"))] * 2
+    assert rows["edsger"] == ["0", "0"]
+    assert rows["grace"] == [f"{num(GRACE_FINAL)}L", num(GRACE_FINAL)]  # 2 started days late: 20% of the points
+    assert rows["ken"][:2] == ["-", "0"] and " ".join(rows["ken"][2:]) == f"not a notebook ({NB}.py)"
+    late_table = out[out.index("late work (policy: 10% of the points per started day late, at most 50%; 15 min grace)"):]
+    assert re.search(rf"grace\s+ch1\s+1 d 23 h late\s+{num(raw('grace'))}\s+-{num(GRACE_PENALTY)}\s+{num(GRACE_FINAL)}",
+                     late_table)
+    assert re.search(rf"ada\s+ch1\s+10 min late, within the grace period\s+{num(TOTAL)}\s+-0\s+{num(TOTAL)}", late_table)
+    assert f"ken_1012_9_{NB}.py" in out and "1 file(s) collected but not placed" in out
+
+
+def test_late_policy_is_what_nbgrader_sees(graded) -> None:
+    """The penalty sits in nbgrader's own columns: its gradebook agrees on lateness and penalty."""
+    from autograder.grades import gradebook
+
+    with gradebook(graded) as gb:
+        sub = gb.find_submission("ch1", "grace")
+        assert sub.assignment.duedate.isoformat() == "2025-01-31T23:00:00"
+        assert sub.total_seconds_late == pytest.approx(47 * 3600)
+        assert sub.notebooks[0].late_submission_penalty == pytest.approx(GRACE_PENALTY)
+        assert gb.find_submission("ch1", "alan").notebooks[0].late_submission_penalty in (None, 0)
+
+
+@pytest.mark.parametrize("uploaded, lms, expected_days, words", [
+    ("2025-01-31 22:59", False, 0, "on time"),
+    ("2025-01-31 23:14", False, 0, "within the grace period"),
+    ("2025-01-31 23:16", False, 1, "16 min late"),
+    ("2025-02-01 23:00", False, 1, "1 d late"),
+    ("2025-02-01 23:01", False, 2, "1 d late"),
+    ("2025-02-15 00:00", False, 15, "14 d 1 h late"),
+    ("2025-01-31 20:00", True, 1, "marked by the LMS"),  # the LMS says late, the clocks disagree: the LMS wins
+])
+def test_lateness_and_penalty(uploaded, lms, expected_days, words) -> None:
+    import datetime as dt
+
+    from autograder import config, late
+
+    policy = config.late_policy({"kind": "per_day", "per_day": 0.1, "cap": 0.5, "grace_minutes": 15})
+    utc = dt.UTC
+    lat = late.lateness(dt.datetime.fromisoformat(uploaded).replace(tzinfo=utc),
+                        dt.datetime(2025, 1, 31, 23, 0, tzinfo=utc), lms, policy)
+    assert lat.days == expected_days and words in lat.describe()
+    assert late.penalty(policy, lat, raw=10, max_score=11) == pytest.approx(min(0.5, 0.1 * expected_days) * 11 if
+                                                                            expected_days else 0.0)
+    assert late.penalty(policy, lat, raw=1, max_score=11) <= 1  # never below zero
+    none = config.late_policy({"kind": "none"})
+    assert late.penalty(none, lat, raw=10, max_score=11) == 0
+
+
+def test_bad_late_settings_are_one_line_errors(capsys, graded, tmp_path) -> None:
+    from autograder import config
+
+    course_dir = fresh(graded, tmp_path)
+    config.write_policy_block(course_dir, config.read_policy_block(graded))
+    for argv, words in ((["--due", "ch1=tomorrow"], "not a date"), (["--due", "ch42=2025-01-01"], "ch42"),
+                        (["--per-day", "150%"], "between 0 and 1"), (["--cap", "lots"], "percentage"),
+                        (["--timezone", "Mars/Olympus"], "unknown time zone")):
+        code, _, err = run(capsys, "deadlines", *argv, "--course", course_dir)
+        assert code == 1, argv
+        one_line_error(err, words)
+    code, out, _ = run(capsys, "deadlines", "--course", course_dir)
+    assert code == 0 and "2025-01-31 23:00 UTC" in out and "at most 50%" in out
+
+
+def test_release_keeps_the_course_policy(capsys, graded, tmp_path) -> None:
+    course_dir = fresh(graded, tmp_path)
+    from autograder import config
+
+    block = config.read_policy_block(graded)
+    config.write_policy_block(course_dir, block)
+    assert run(capsys, "release", "--chapters", "ch1", "--course", course_dir)[0] == 0
+    cfg = config.load(course_dir)
+    assert cfg.late.kind == "per_day" and cfg.due["ch1"].isoformat() == "2025-01-31T23:00:00+00:00"
 
 
 def test_export_csv_totals_and_cells(capsys, graded, tmp_path) -> None:
     assert run(capsys, "export", "--format", "csv", "-o", tmp_path / "t.csv", "--course", graded)[0] == 0
     rows = list(csv.DictReader((tmp_path / "t.csv").open()))
     by = {r["student_id"]: r for r in rows}
-    assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"]) == ("7", "11", "graded")
+    assert (by["alan"]["score"], by["alan"]["max_score"], by["alan"]["status"], by["alan"]["late"]) == \
+        (num(raw("alan")), num(TOTAL), "graded", "no")
+    assert (by["grace"]["score"], by["grace"]["raw_score"], by["grace"]["late_penalty"], by["grace"]["late"],
+            by["grace"]["days_late"], by["grace"]["submitted_at"], by["grace"]["due"]) == \
+        (num(GRACE_FINAL), num(raw("grace")), num(GRACE_PENALTY), "yes", "1.96", "2025-02-02T22:00:00Z",
+         "2025-01-31T23:00:00Z")
     assert (by["ken"]["score"], by["ken"]["status"]) == ("", "missing")
     assert run(capsys, "export", "--cells", "-o", tmp_path / "c.csv", "--course", graded)[0] == 0
     cells = list(csv.DictReader((tmp_path / "c.csv").open()))
-    assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score"]
-    assert len(cells) == 4 * 7
+    assert list(cells[0]) == ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
+                              "comment"]
+    assert len(cells) == 4 * len(POINTS)  # four students, every graded cell
     grace = {r["grade_id"]: r["score"] for r in cells if r["student_id"] == "grace"}
     assert grace["test_transformer"] == "0" and grace["test_self_attention"] == "4"
 
@@ -363,10 +493,24 @@ def test_export_canvas_matches_canvas_importer_rules(capsys, graded, tmp_path) -
     rows = list(csv.reader(out.open()))
     header = rows[0]
     # lib/gradebook_importer.rb: "Student" then "ID"; SIS User ID needs SIS Login ID; info columns end at "Section"
-    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and header[5:] == ["ch1 (4321)"]
-    assert "Points Possible" in rows[1][0] and rows[1][5] == "11"
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert header[5:] == ["ch1 (4321)", "ch1 raw score", "ch1 late penalty", "ch1 lateness"]
+    assert "Points Possible" in rows[1][0] and rows[1][5] == num(TOTAL)
+    assert rows[1][6:] == ["(read only)"] * 3  # readonly_assignment?: the importer drops these columns
     by = {r[0]: r for r in rows[2:]}
-    assert by["alan"][5] == "7" and by["ken"][1] == "1012" and by["ken"][5] == ""
+    assert by["alan"][5] == num(raw("alan")) and by["ken"][1] == "1012" and by["ken"][5] == ""
+    grace = by["'=HYPERLINK(\"http://evil\",\"Hopper\"), Grace"]  # a name from the LMS is not a formula either
+    assert grace[5:] == [num(GRACE_FINAL), num(raw("grace")), num(GRACE_PENALTY), "1 d 23 h late"]
+
+
+def test_csv_cells_never_start_a_formula(tmp_path) -> None:
+    from autograder import export
+
+    for evil in ("=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1", "\r=1"):
+        assert export.neutral(evil) == "'" + evil and export.unquote(export.neutral(evil)) == evil
+    assert export.neutral("ada") == "ada" and export.unquote("'quoted'") == "'quoted'"
+    export._write(tmp_path / "x.csv", ["student", "comment"], [["=evil()", "-1 for units"]])
+    assert (tmp_path / "x.csv").read_text().splitlines()[1] == "'=evil(),'-1 for units"
 
 
 def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:
@@ -381,30 +525,44 @@ def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> 
         leaked = [name for name in CHECKS if name in text]
         assert not leaked, f"{page}: {leaked}"
     alan = (graded / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
-    assert "Feedback for alan: 7 / 11" in alan and "REASON-test_self_attention: a hidden test failed" in alan
+    assert "Feedback for alan: ch1_parallel_time" in alan and f"Score: <b>{num(raw('alan'))} / {num(TOTAL)}</b>" in alan
+    assert "REASON-test_self_attention: a hidden test failed" in alan
+    grace = (graded / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
+    assert (f"<b>{num(GRACE_FINAL)} / {num(TOTAL)}</b> &nbsp;(cells {num(raw('grace'))}, "
+            f"late penalty &minus;{num(GRACE_PENALTY)})") in grace and "Submitted 1 d 23 h late" in grace
     code, _, err = run(capsys, "feedback", "--student", "nobody", "--course", graded)
     assert code == 1
     one_line_error(err, "no graded notebook")
-
-
-def test_feedback_escapes_student_html(graded) -> None:
-    from autograder import feedback
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi <script>alert(1)</script> <b>bold</b>")])
-    html = feedback.render(nb)
-    assert "<script>alert(1)" not in html and "<b>bold</b>" in html
 
 
 def test_report_summary_and_plots(capsys, graded) -> None:
     code, out, _ = run(capsys, "report", "--course", graded)
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("ch1"))
-    # ada 11, alan 7, edsger 0, grace 11 - 2 - 1 = 8: mean 6.5, median 7.5, one full, one zero
-    assert line.split() == ["ch1", "11", "4", "6.5", "7.5", "1", "1"]
-    assert "ch1.self_attention" in out  # the most-failed hidden checks (the instructor's view)
+    # final: ada all, alan all but test_self_attention, edsger 0, grace late: one full, one zero, one late
+    finals = [TOTAL, raw("alan"), 0.0, GRACE_FINAL]
+    assert line.split() == ["ch1", num(TOTAL), "4", num(statistics.fmean(finals)), num(statistics.median(finals)),
+                            "1", "1", "1"]
+    cells = out[out.index("where points were lost"):]
+    # test_self_attention: alan (a hidden check) and edsger (the visible test, before any hidden check ran)
+    assert re.search(r"ch1\s+test_self_attention\s+4\s+4\s+2\s+1\s+1\s+0", cells)
+    checks = out[out.index("hidden checks failed most often"):]
+    assert re.search(r"ch1.self_attention\s+test_self_attention\s+4\s+2\s+1\s+1", checks)
+    messages = out[out.index("most common failure messages"):]
+    assert re.search(r"test_self_attention\s+1\s+the cell raised NotImplementedError", messages)
     pngs = sorted(p.name for p in (graded / "report").glob("*.png"))
     assert pngs == ["ch1_cells.png", "hidden_checks_failed.png", "totals.png"]
     assert all((graded / "report" / p).stat().st_size > 5_000 for p in pngs)
+
+
+def test_report_groups_messages_and_spreads_equal_scores() -> None:
+    from autograder import report
+
+    assert report.group_message("shape (4, 6), expected (4, 8) for 'M'") == \
+        report.group_message("shape (5, 6), expected (5, 9) for 'h'") == "shape (#, #), expected (#, #) for '…'"
+    assert report.group_message("ch1_parallel_time.ipynb line 12") == "ch1_parallel_time.ipynb line #"
+    offsets = report.dot_offsets([5.0, 5.0, 5.0, 7.0])
+    assert len(set(offsets[:3])) == 3 and offsets[3] == 0 and abs(sum(offsets[:3])) < 1e-9
 
 
 # ----------------------------------------------------------------------------- grade (the engine)
@@ -427,7 +585,7 @@ def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -
     code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.startswith(("ada ", "edsger "))}
-    assert rows == {"ada": "11", "edsger": "0"}
+    assert rows == {"ada": num(TOTAL), "edsger": "0"}
     assert (course_dir / "autograded" / "ada" / "ch1" / f"{NB}.ipynb").exists()
     code, out, _ = run(capsys, "grade", "--quiet", "--course", course_dir)  # nothing left to grade
     assert code == 0
@@ -439,5 +597,6 @@ def test_python_dash_m_help() -> None:
     proc = subprocess.run([sys.executable, "-m", "autograder", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=course.ROOT)
     assert proc.returncode == 0
-    for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class"):
+    for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class",
+                    "deadlines", "manual", "similarity"):
         assert command in proc.stdout

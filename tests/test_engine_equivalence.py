@@ -52,13 +52,19 @@ def test_feedback_generates_from_the_autograded_notebooks(graded) -> None:
     """nbgrader's generate_feedback accepts what the engine wrote, and shows no hidden test."""
     course_dir = graded["dirs"]["engine"]
     api = course.nbgrader_api(course_dir)
-    for student in ("source", "wrong1"):
+    hidden = _hidden_only()
+    for student in ("source", hidden):
         result = api.generate_feedback(CHAPTER.assignment, student, force=True)
         assert result["success"], result["log"][-2000:]
         html = (course_dir / "feedback" / student / CHAPTER.assignment / f"{CHAPTER.notebook}.html").read_text()
         assert "BEGIN HIDDEN TESTS" not in html and "hidden_check(" not in html
-    wrong = (course_dir / "feedback" / "wrong1" / CHAPTER.assignment / f"{CHAPTER.notebook}.html").read_text()
-    assert "HiddenTestFailed" in wrong and "ch1.transformer" in wrong  # why the cell lost its points
+    wrong = (course_dir / "feedback" / hidden / CHAPTER.assignment / f"{CHAPTER.notebook}.html").read_text()
+    assert "HiddenTestFailed" in wrong and "ch1.self_attention" in wrong  # why the cell lost its points
+
+
+def _hidden_only() -> str:
+    """The student whose self_attention passes the visible tests and fails the hidden check (a float32 scale)."""
+    return next(f"wrong{k}" for k, w in enumerate(wrong_for(CHAPTER.assignment)) if "float32" in w.why)
 
 
 def test_grading_log_explains_each_cell(graded) -> None:
@@ -68,8 +74,12 @@ def test_grading_log_explains_each_cell(graded) -> None:
     assert set(cells) == set(graded["points"]) and log["max_score"] == sum(graded["points"].values())
     visible = cells["test_self_attention"]  # no 1/sqrt(K): the visible hand-checked example already fails
     assert not visible["passed"] and visible["failed_checks"] == [] and "raised" in visible["reason"]
-    hidden = cells["test_transformer"]  # its visible tests compare with the student's own self_attention
-    assert not hidden["passed"] and hidden["failed_checks"] == ["ch1.transformer"] and "differs" in hidden["reason"]
+    composed = cells["test_transformer"]  # judged over the student's own self_attention: one mistake, one cell
+    assert composed["passed"] and composed["failed_checks"] == []
+    path = graded["dirs"]["engine"] / "autograded" / _hidden_only() / CHAPTER.assignment / "grading_log.json"
+    cells = {c["grade_id"]: c for c in json.loads(path.read_text())["notebooks"][CHAPTER.notebook]["cells"]}
+    hidden = cells["test_self_attention"]  # a float32 scale: the visible tests pass, the hidden check does not
+    assert not hidden["passed"] and hidden["failed_checks"] == ["ch1.self_attention"] and "differs" in hidden["reason"]
     assert cells["test_parallel_time_serial"]["passed"] and cells["test_parallel_time_serial"]["reason"] == "passed"
     assert log["execution_time"] > 0 and log["grading_time"] >= log["execution_time"]
 

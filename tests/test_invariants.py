@@ -4,6 +4,8 @@
 zero, without a crash; (iii) every wrong implementation in solutions/mistakes loses exactly the
 points of the cells it names. (Stock `nbgrader autograde` checks the same on Chapter 1 in
 test_nbgrader_stock.py, and the engine's equality with it in test_engine_equivalence.py.)
+A manually graded answer cell scores nothing automatically: answered (the source, every wrong)
+it waits for the instructor.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def graded(tmp_path_factory) -> dict:
     expected: dict[tuple[str, str], dict[str, float]] = {}
     for chapter in CHAPTERS:
         src = nbs.source_nb(chapter, course_dir)
-        points = nbs.max_points(src)
+        manual = nbs.manual_cells(src)
+        points = {g: 0.0 if g in manual else p for g, p in nbs.max_points(src).items()}  # manual: not yet scored
         subs = {"source": (src, points), "release": (nbs.release_nb(chapter, course_dir), dict.fromkeys(points, 0.0))}
         for k, wrong in enumerate(wrong_for(chapter.assignment)):
             subs[f"wrong{k}"] = (apply(src, wrong), {g: (0.0 if g in wrong.loses else p) for g, p in points.items()})
@@ -36,7 +39,9 @@ def graded(tmp_path_factory) -> dict:
     summary = grade(course_dir, workers=2, progress=False)
     actual = {(ch.assignment, s): nbs.scores(course_dir, ch, s) for ch in CHAPTERS
               for (a, s) in expected if a == ch.assignment}
-    return {"expected": expected, "actual": actual, "summary": summary}
+    waiting = {(ch.assignment, "source"): nbs.needs_manual_grade(course_dir, ch, "source") for ch in CHAPTERS}
+    manual = {ch.assignment: nbs.manual_cells(nbs.source_nb(ch, course_dir)) for ch in CHAPTERS}
+    return {"expected": expected, "actual": actual, "summary": summary, "waiting": waiting, "manual": manual}
 
 
 def test_the_batch_graded_everything(graded) -> None:
@@ -48,6 +53,7 @@ def test_the_batch_graded_everything(graded) -> None:
 def test_source_full_release_zero(graded, chapter: str) -> None:
     for student in ("source", "release"):
         assert graded["actual"][(chapter, student)] == graded["expected"][(chapter, student)], student
+    assert graded["waiting"][(chapter, "source")] == graded["manual"][chapter], "answered manual cells wait"
 
 
 @pytest.mark.parametrize("chapter", [c.assignment for c in CHAPTERS])

@@ -1,8 +1,10 @@
 """The packages form layers: the student kit at the bottom, naming nothing above it.
 
-    attnlab (student kit)  <-  coursenb (notebook conventions)  <-  publish (the book)
+    attnlab (student kit)  <-  coursenb (notebook conventions)
            ^                          ^
            +------------  autograder (grading)  ->  solutions (references, mistakes)
+                                      ^
+                               publish (the book: serves the release, audits with the judge)
 
 Every import in every module (top level or inside a function) is read from the source, so a
 lazy import of the grader from the kit fails here too; and the kit is imported, module by
@@ -23,7 +25,7 @@ PACKAGES = ("attnlab", "coursenb", "publish", "autograder", "solutions")
 ALLOWED = {
     "attnlab": set(),
     "coursenb": set(),
-    "publish": {"coursenb"},
+    "publish": {"coursenb", "attnlab", "autograder"},  # never `solutions` directly
     "solutions": set(),
     "autograder": {"attnlab", "coursenb", "solutions"},
 }

@@ -4,11 +4,13 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import re
 import resource
 from pathlib import Path
 
 import pytest
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from attnlab import profiler
@@ -431,6 +433,14 @@ def test_depth_mode_on_real_tensors():
     assert mode.result(y) == ParallelTime(7, 2 * 16 + 12, "log")
 
 
+def test_compiled_functions_profile_like_eager_ones():
+    """DepthMode leaves __torch_dispatch__ outside dynamo's disable wrapper: torch.compile still works."""
+    def f(x, W):
+        return torch.tanh(x @ W).sum(-1)
+    compiled = torch.compile(f, backend="eager")
+    assert parallel_time(compiled, (3, 8), (8, 4)) == parallel_time(f, (3, 8), (8, 4))
+
+
 def test_docstring_examples():
     """The examples in the module docstring run as written."""
     import doctest
@@ -453,3 +463,369 @@ def test_student_package_holds_no_solution_code():
     assert not any(m.split(".")[0] in {"solutions", "autograder"} for m in imported)
     names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     assert not names & {"self_attention", "transformer", "spatial_self_attention", "conv_stride2", "rnn"}
+
+
+# ---------------------------------------------------------------------------- registry (issue 11)
+
+def test_register_cost_refuses_a_duplicate_naming_the_op():
+    """A second rule for an op (its packet, or an overload of a registered packet) is refused."""
+    def rule(args, kwargs, out, S):
+        return 0, 0
+    with pytest.raises(ValueError, match=r"aten\.mm"):
+        profiler.register_cost(aten.mm)(rule)
+    with pytest.raises(ValueError, match=r"aten\.mm"):
+        profiler.register_cost(aten.mm.default)(rule)        # covered by the packet's rule
+    with pytest.raises(ValueError, match=r"aten\.sum"):
+        profiler.register_cost(aten.sum)(rule)               # sum.default has a rule
+    with pytest.raises(TypeError, match="torch.ops.aten"):
+        profiler.register_cost("sort")
+    assert profiler.COST_RULES[aten.mm] is profiler._product
+
+
+def test_register_cost_adds_a_rule_for_every_later_run():
+    """@register_cost(op) is what the built-in rules use; a new op then profiles everywhere."""
+    @profiler.register_cost(aten.sort)
+    def sorting_network(args, kwargs, out, S):
+        """A bitonic sorting network: log2(N)^2 compare-exchange steps."""
+        return math.ceil(math.log2(args[0].shape[-1])) ** 2, 0
+    try:
+        assert depth(lambda x: torch.sort(x).values + 1, (16,)) == 17
+        with pytest.raises(ValueError, match="duplicate"):
+            profiler.register_cost(aten.sort.default)(sorting_network)
+    finally:
+        del profiler.COST_RULES[aten.sort]
+    with pytest.raises(UnknownOpError):
+        parallel_time(lambda x: torch.sort(x).values, (16,))
+
+
+def test_registry_keys_are_aten_ops_with_no_packet_and_overload_both_registered():
+    """Every key is an OpOverloadPacket or an OpOverload, and never both for one op."""
+    keys = profiler.COST_RULES
+    assert all(isinstance(k, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)) for k in keys)
+    assert not [k for k in keys if isinstance(k, torch._ops.OpOverload) and k.overloadpacket in keys]
+
+
+def test_custom_rules_in_parallel_time_and_their_keys():
+    """parallel_time(..., rules=) takes rules for one run; keys must be ops, not names."""
+    def sorting_network(args, kwargs, out, S):
+        return math.ceil(math.log2(args[0].shape[-1])) ** 2, 0
+    assert depth(lambda x: torch.sort(x).values * 2, (16,), rules={aten.sort: sorting_network}) == 17
+    # a rule given for one run wins over the registry (here: matmul as one step)
+    assert depth(lambda a, b: a @ b, (3, 8), (8, 2), rules={aten.mm: lambda *a: (1, 0)}) == 1
+    with pytest.raises(TypeError, match="torch.ops.aten.sort"):
+        parallel_time(lambda x: torch.sort(x).values, (16,), rules={"sort": sorting_network})
+
+
+def test_unknown_op_message_names_the_op_and_how_to_give_a_rule():
+    """The message says which op, that it has no rule yet, and how to pass one; no other advice."""
+    with pytest.raises(UnknownOpError) as err:
+        parallel_time(lambda x: torch.sort(x).values, (8,))
+    message = str(err.value)
+    assert "aten.sort.default" in message and "no cost rule" in message
+    assert "rules={torch.ops.aten.sort: rule}" in message
+    assert "matmul" not in message and "einsum" not in message
+
+
+def test_the_advice_in_an_unknown_op_message_works():
+    """The op named in `rules={torch.ops.aten.<op>: rule}` is the one that reaches the mode."""
+    def scatter_add(x, i):
+        return x.index_put_((i,), x * 2, accumulate=True)
+    with pytest.raises(UnknownOpError, match=r"accumulate=True") as err:
+        parallel_time(scatter_add, (3,), torch.tensor([0, 1, 1]))
+    key = re.search(r"rules=\{torch\.ops\.(\w+)\.(\w+): rule\}", str(err.value))
+    op = getattr(getattr(torch.ops, key[1]), key[2])
+    assert op is aten.index_put_
+    assert depth(scatter_add, (3,), torch.tensor([0, 1, 1]), rules={op: lambda *a: (2, 0)}) == 3
+
+
+def test_example_arguments_that_are_plain_ints():
+    """parallel_time(fn, 3, 4): ints pass through (the argument tuple itself is not a shape)."""
+    assert depth(lambda n, m: torch.zeros(n, m).exp().sum(), 3, 4, model="serial") == 1 + 12
+
+
+def test_nests_are_walked_with_pytree():
+    """Namedtuples and OrderedDicts of shapes become meta tensors (torch.utils._pytree does the walking)."""
+    from collections import OrderedDict, namedtuple
+    Pair = namedtuple("Pair", "W b")
+    seen = {}
+
+    def f(p, d):
+        seen.update(W=p.W, b=p.b, x=d["x"])
+        return d["x"] @ p.W + p.b
+    r = parallel_time(f, Pair((4, 3), (3,)), OrderedDict(x=(2, 4)), model="serial")
+    assert all(t.is_meta for t in seen.values()) and r.depth == 1 + 4 + 1
+
+
+# ---------------------------------------------------------------------------- ordinary student code (issue 13)
+
+R = 12
+PRODUCTS = [
+    # (name, fn, shapes, fused add)
+    ("vector @ matrix", lambda a, b: a @ b, [(R,), (R, 5)], 0),
+    ("matrix @ vector", lambda a, b: a @ b, [(5, R), (R,)], 0),
+    ("vector @ vector", lambda a, b: a @ b, [(R,), (R,)], 0),
+    ("3-D @ vector", lambda a, b: a @ b, [(2, 5, R), (R,)], 0),
+    ("vector @ 3-D", lambda a, b: a @ b, [(R,), (2, R, 5)], 0),
+    ("matrix @ 3-D", lambda a, b: a @ b, [(5, R), (2, R, 4)], 0),
+    ("3-D @ matrix", lambda a, b: a @ b, [(2, 5, R), (R, 4)], 0),
+    ("3-D @ 3-D", lambda a, b: a @ b, [(2, 5, R), (2, R, 4)], 0),
+    ("4-D @ 4-D", lambda a, b: a @ b, [(3, 2, 5, R), (3, 2, R, 4)], 0),
+    ("4-D @ 3-D broadcast", lambda a, b: a @ b, [(3, 2, 5, R), (2, R, 4)], 0),
+    ("4-D @ matrix", lambda a, b: a @ b, [(3, 2, 5, R), (R, 4)], 0),
+    ("torch.matmul", lambda a, b: torch.matmul(a, b), [(5, R), (R, 4)], 0),
+    ("torch.mv", lambda a, b: torch.mv(a, b), [(5, R), (R,)], 0),
+    ("torch.dot", lambda a, b: torch.dot(a, b), [(R,), (R,)], 0),
+    ("F.linear vector", lambda x, w: F.linear(x, w), [(R,), (4, R)], 0),
+    ("F.linear matrix", lambda x, w: F.linear(x, w), [(5, R), (4, R)], 0),
+    ("F.linear 3-D", lambda x, w: F.linear(x, w), [(2, 5, R), (4, R)], 0),
+    ("F.linear vector + bias", lambda x, w, b: F.linear(x, w, b), [(R,), (4, R), (4,)], 1),
+    ("F.linear matrix + bias", lambda x, w, b: F.linear(x, w, b), [(5, R), (4, R), (4,)], 1),
+    ("F.linear 3-D + bias", lambda x, w, b: F.linear(x, w, b), [(2, 5, R), (4, R), (4,)], 1),
+    ("torch.addmm", lambda c, a, b: torch.addmm(c, a, b), [(5, 4), (5, R), (R, 4)], 1),
+    ("torch.addmm beta alpha", lambda c, a, b: torch.addmm(c, a, b, beta=2, alpha=3), [(5, 4), (5, R), (R, 4)], 1),
+    ("torch.baddbmm", lambda c, a, b: torch.baddbmm(c, a, b), [(2, 5, 4), (2, 5, R), (2, R, 4)], 1),
+    ("torch.addmv", lambda c, a, b: torch.addmv(c, a, b), [(5,), (5, R), (R,)], 1),
+]
+
+
+@pytest.mark.parametrize("name, fn, shapes, fused", PRODUCTS, ids=[p[0] for p in PRODUCTS])
+def test_every_product_student_code_writes(name, fn, shapes, fused):
+    """Inner size R = 12: one multiply, the sum over R, and a fused add for the add* forms.
+
+    Whatever views matmul wraps around mm, bmm, mv or dot (unsqueeze, squeeze_,
+    expand, view) cost 0, so the depth is 1 + S(12) (+1): serial 13 (14), log 1 + 4 = 5 (6).
+    """
+    assert depth(fn, *shapes, model="serial") == 1 + R + fused
+    assert depth(fn, *shapes, model="log") == 1 + 4 + fused
+
+
+def test_vector_times_matrix_reaches_the_profiler_as_unsqueeze_mm_squeeze_():
+    """x[R] @ W[R, M] is x.unsqueeze(0) @ W, then an in-place squeeze_ of the product."""
+    assert ops_seen(lambda x, W: x @ W, (8,), (8, 8)) == \
+        {"aten.unsqueeze.default", "aten.mm.default", "aten.squeeze_.dim"}
+    assert parallel_time(lambda x, W: x @ W, (8,), (8, 8), model="serial") == \
+        ParallelTime(depth=9, work=2 * 8 * 8, model="serial")
+
+
+def test_outer_product_is_one_multiply():
+    """torch.outer(a, b) = a[:, None] * b: a view and one multiply, depth 1 in every model."""
+    for model in ("serial", "log"):
+        assert depth(torch.outer, (7,), (5,), model=model) == 1
+
+
+INPLACE_VIEWS = [
+    ("squeeze_", lambda y: y.unsqueeze(0).squeeze_()),
+    ("squeeze_(dim)", lambda y: y.unsqueeze(0).squeeze_(0)),
+    ("unsqueeze_", lambda y: y.unsqueeze_(1)),
+    ("t_", lambda y: y.t_()),
+    ("transpose_", lambda y: y.transpose_(0, 1)),
+    ("swapdims_", lambda y: y.swapdims_(0, 1)),
+    ("swapaxes_", lambda y: y.swapaxes_(0, 1)),
+    ("as_strided_", lambda y: y.as_strided_((4, 3), (1, 4))),
+    ("detach_", lambda y: y.detach_()),
+]
+
+
+@pytest.mark.parametrize("name, relabel", INPLACE_VIEWS, ids=[v[0] for v in INPLACE_VIEWS])
+def test_in_place_views_cost_nothing_and_keep_the_depth(name, relabel):
+    """exp (1), the in-place view (0), then + 1 (1): depth 2, whatever the model."""
+    for model in ("serial", "log"):
+        assert depth(lambda x: relabel(x.exp()) + 1, (3, 4), model=model) == 2
+
+
+def test_every_in_place_view_torch_tags_has_a_rule_except_storage_changes():
+    """Ops tagged inplace_view that reach the mode: all free but resize_/resize_as_/set_ (storage).
+
+    swapdims_ and swapaxes_ are composite (torch runs them as transpose_), so they never
+    reach a dispatch mode and need no rule.
+    """
+    tagged = set()
+    for name in torch._C._dispatch_get_all_op_names():  # "aten::squeeze_.dim", "aten::t_"
+        namespace, _, op = name.partition("::")
+        packet_name, _, overload = op.partition(".")
+        composite = torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd")
+        if namespace == "aten" and not composite:
+            packet = getattr(aten, packet_name)
+            if torch.Tag.inplace_view in getattr(packet, overload or "default").tags:
+                tagged.add(packet)
+    without_rule = {str(p) for p in tagged if p not in profiler.COST_RULES}
+    assert without_rule == {"aten.resize_", "aten.resize_as_", "aten.set_"}
+
+
+def S(N: int, model: str) -> int:
+    """The depth of a sum of N terms: N (serial) or ceil(log2 N) (log), 0 for N <= 1."""
+    return closed.S(N, model)
+
+
+def hand_layer_norm(x, w=None, b=None, eps=1e-5):
+    """Layer norm over the last dimension, written out: the rule's reference."""
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    y = xc * torch.rsqrt((xc * xc).mean(-1, keepdim=True) + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+@pytest.mark.parametrize("model", ["serial", "log"])
+def test_layer_norm(model):
+    """Over N entries: mean (S(N) + 1), subtract, square, mean (S(N) + 1), + eps, rsqrt, multiply.
+
+    = 2 S(N) + 7, then + 1 for the weight and + 1 for the bias; nn.LayerNorm has both:
+    2 S(N) + 9. N = 8: serial 23 (25), log 13 (15). Over normalized_shape (4, 8), N = 32:
+    serial 71, log 17. Exactly the depth of the same steps written out by hand.
+    """
+    for N in (1, 2, 8, 13):
+        bare = 2 * S(N, model) + 7
+        assert depth(lambda x: F.layer_norm(x, (N,)), (5, N), model=model) == bare
+        assert depth(lambda x, w: F.layer_norm(x, (N,), w), (5, N), (N,), model=model) == bare + 1
+        assert depth(lambda x, w, b: F.layer_norm(x, (N,), w, b), (5, N), (N,), (N,), model=model) == bare + 2
+        assert depth(nn.LayerNorm(N, device="meta"), (2, 5, N), model=model) == bare + 2
+        assert depth(hand_layer_norm, (5, N), model=model) == bare
+        assert depth(hand_layer_norm, (5, N), (N,), (N,), model=model) == bare + 2
+    assert depth(lambda x: F.layer_norm(x, (4, 8)), (3, 4, 8), model=model) == 2 * S(32, model) + 7
+    assert parallel_time(lambda x: F.layer_norm(x, (8,)), (5, 8)).work == 5 * 40 + 4 * 5
+
+
+@pytest.mark.parametrize("model", ["serial", "log"])
+def test_rms_norm(model):
+    """F.rms_norm reaches the profiler as square (1), mean (S(N) + 1), + eps (1), rsqrt (1), multiply (1).
+
+    = S(N) + 5, + 1 with a weight. N = 8: serial 13 (14), log 8 (9). The GPU kernel
+    aten._fused_rms_norm has its own rule with the same count.
+    """
+    for N in (1, 8, 13):
+        bare = S(N, model) + 5
+        assert depth(lambda x: F.rms_norm(x, (N,)), (5, N), model=model) == bare
+        assert depth(lambda x, w: F.rms_norm(x, (N,), w), (5, N), (N,), model=model) == bare + 1
+        assert depth(nn.RMSNorm(N, device="meta"), (2, 5, N), model=model) == bare + 1
+        assert depth(lambda x: aten._fused_rms_norm(x, [N], None, 1e-6)[0], (5, N), model=model) == bare
+        assert depth(lambda x, w: aten._fused_rms_norm(x, [N], w, 1e-6)[0], (5, N), (N,), model=model) == bare + 1
+
+
+ACTIVATIONS = [
+    ("gelu", F.gelu), ("gelu tanh", lambda x: F.gelu(x, approximate="tanh")), ("relu", F.relu),
+    ("silu", F.silu), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
+    ("relu_", lambda x: F.relu(x, inplace=True)), ("silu_", lambda x: F.silu(x, inplace=True)),
+    ("nn.GELU", nn.GELU()), ("nn.SiLU", nn.SiLU()), ("nn.ReLU", nn.ReLU()), ("nn.Tanh", nn.Tanh()),
+]
+
+
+@pytest.mark.parametrize("name, act", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_activations_are_one_elementwise_step(name, act):
+    """An activation torch runs as one kernel is one step: depth 1 in every model."""
+    for model in ("serial", "log"):
+        assert depth(act, (5, 8), model=model) == 1
+
+
+def test_dropout_in_eval_and_training_mode():
+    """Eval: no op at all, depth 0. Training: mask (bernoulli_, free), mask / (1 - p) (1), x * mask (1).
+
+    So dropout(y) has depth max(depth(y), 1) + 1: on y = exp(x) (depth 1) it adds 1
+    (total 2), and on an input (depth 0) it gives 2 as well. Work in training: 2 numel.
+    """
+    for model in ("serial", "log"):
+        for p in (0.1, 0.5):
+            assert depth(lambda x: F.dropout(x.exp(), p, training=False), (5, 8), model=model) == 1
+            assert depth(lambda x: F.dropout(x.exp(), p, training=True), (5, 8), model=model) == 2
+            assert depth(lambda x: F.dropout(x, p, training=True), (5, 8), model=model) == 2
+            drop = nn.Dropout(p)
+            assert depth(lambda x: drop(x.exp()), (5, 8), model=model) == 2
+            drop.eval()
+            assert depth(lambda x: drop(x.exp()), (5, 8), model=model) == 1
+    assert parallel_time(lambda x: F.dropout(x, 0.1, training=True), (5, 8)).work == 2 * 40
+    assert ops_seen(lambda x: F.dropout(x, 0.1, training=False), (5, 8)) == set()
+
+
+def feed_forward(J: int) -> nn.Module:
+    """Linear(J, 4J) -> GELU -> Linear(4J, J), on the meta device."""
+    return nn.Sequential(nn.Linear(J, 4 * J, device="meta"), nn.GELU(), nn.Linear(4 * J, J, device="meta"))
+
+
+@pytest.mark.parametrize("model", ["serial", "log"])
+def test_feed_forward_block_with_residual(model):
+    """x + FFN(x): addmm over J (2 + S(J)), GELU (1), addmm over 4J (2 + S(4J)), residual add (1).
+
+    = 6 + S(J) + S(4J): serial 6 + 5J; log 6 + ceil(log2 J) + ceil(log2 J) + 2.
+    T and the batch do not appear (every position runs side by side).
+    """
+    for J, shape in itertools.product([1, 8, 12], [(7,), (5, 7), (2, 5, 7)]):
+        ffn = feed_forward(J)
+        expected = 6 + S(J, model) + S(4 * J, model)
+        assert depth(lambda x: x + ffn(x), (*shape[:-1], J), model=model) == expected
+        if J > 1:
+            assert expected == (6 + 5 * J if model == "serial" else 8 + 2 * math.ceil(math.log2(J)))
+
+    def functional(x, W1, b1, W2, b2):
+        return x + F.linear(F.gelu(F.linear(x, W1, b1)), W2, b2)
+    J = 8
+    assert depth(functional, (5, J), (4 * J, J), (4 * J,), (J, 4 * J), (J,), model=model) == \
+        6 + S(J, model) + S(4 * J, model)
+
+
+class PreNormBlock(nn.Module):
+    """x + MHA(LN(x)), then + FFN(LN(.)): the pre-norm Transformer block, built from torch.nn."""
+
+    def __init__(self, J: int, H: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(J, device="meta"), nn.LayerNorm(J, device="meta")
+        self.attn = nn.MultiheadAttention(J, H, batch_first=True, device="meta")
+        self.ffn = feed_forward(J)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x[B, T, J] -> [B, T, J]."""
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.ffn(self.ln2(x))
+
+
+def pre_norm_block_depth(T: int, J: int, H: int, model: str) -> int:
+    """34 + 7 S(J) + S(4J) + S(J/H) + 2 S(T); see the test below."""
+    return 34 + 7 * S(J, model) + S(4 * J, model) + S(J // H, model) + 2 * S(T, model)
+
+
+@pytest.mark.parametrize("model", ["serial", "log"])
+def test_pre_norm_transformer_block(model):
+    """LN, self-attention, residual, LN, FFN, residual; J = H d.
+
+        LN1 (nn.LayerNorm)                    2 S(J) + 9
+        attention: in-projection addmm        2 + S(J)
+                   scale q and k (side by side) 1
+                   scores bmm over d           1 + S(d)
+                   _safe_softmax over T        S(T) + 2
+                   weighted sum bmm over T     1 + S(T)
+                   out-projection addmm        2 + S(J)
+        residual add                          1
+        LN2                                   2 S(J) + 9
+        FFN (Linear, GELU, Linear)            5 + S(J) + S(4J)
+        residual add                          1
+        total                                 34 + 7 S(J) + S(4J) + S(d) + 2 S(T)
+
+    nn.TransformerEncoderLayer(norm_first=True, activation="gelu") in eval mode is the
+    same block; in training mode its four dropouts (attention weights, after attention,
+    inside the FFN, after the FFN) each add 1: + 4.
+    """
+    for T, J, H in [(5, 8, 2), (16, 12, 3), (1, 16, 4), (33, 8, 8)]:
+        expected = pre_norm_block_depth(T, J, H, model)
+        assert depth(PreNormBlock(J, H), (2, T, J), model=model) == expected, (T, J, H)
+        layer = nn.TransformerEncoderLayer(J, H, 4 * J, dropout=0.1, activation="gelu", norm_first=True,
+                                           batch_first=True, device="meta")
+        assert depth(layer.eval(), (2, T, J), model=model) == expected
+        assert depth(layer.train(), (2, T, J), model=model) == expected + 4
+    assert pre_norm_block_depth(5, 8, 2, "serial") == 34 + 56 + 32 + 4 + 10 == 136
+    assert pre_norm_block_depth(5, 8, 2, "log") == 34 + 21 + 5 + 2 + 6 == 68
+
+
+# ---------------------------------------------------------------------------- no answers in the kit (issue 12)
+
+def test_kit_states_no_graded_answer():
+    """attnlab.profiler's text (docstrings, examples, comments) gives none of the book's closed forms."""
+    source = Path(profiler.__file__).read_text()
+    text = "".join(source.split())  # formulas, whatever the spacing
+    for answer in ["J+K+T", "logJ+logK", "logT+logK", "logK+logT", "K+logT", "J+logT", "T+L", "L+T",
+                   "L(J", "L*(", "logX+logY", "Theta(L", "Θ(L", "O(L", "Θ(T", "O(T", "Theta(T"]:
+        assert answer not in text, answer
+    for word in ["transformer", "RNN", "recurrent", "spatial", "CNN", "attention"]:
+        assert not re.search(rf"\b{word}", source, re.IGNORECASE), word

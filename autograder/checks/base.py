@@ -1,8 +1,77 @@
-"""The kinds of hidden check, and helpers to draw trial inputs."""
+"""The kinds of hidden check, and helpers to draw trial inputs.
+
+A check kind decides what the trials are and what `reference(*trial)` gives (what a right answer
+sends back): `FunctionCheck` calls the student's function, `ValueCheck` compares a value exactly,
+`AnswerCheck` judges a symbolic Θ-order, `EquationCheck` judges index equations numerically.
+
+How to pose an equation answer (a derivation whose answer is a set of index equations)
+-------------------------------------------------------------------------------------
+1. Write the reference in `solutions/chN.py`, in the answer language of `attnlab.equations`:
+
+       SPATIAL_EQUATIONS = r'''
+       Query[h,x,y,k] = sum_j WQ[h,k,j] * M[x,y,j]
+       ...
+       V[h,x,y,i] = sum_{x2,y2} alpha[h,x,y,x2,y2] * Value[h,x2,y2,i]
+       '''
+
+2. Declare the question and its check in `autograder/checks/chN.py`:
+
+       SPATIAL = EquationQuestion(
+           inputs={"WQ": "H,K,J", "WK": "H,K,J", "WV": "H,I,J", "M": "X,Y,J"},
+           defines={"Query": "H,X,Y,K", "Key": "H,X,Y,K", "Value": "H,X,Y,I",
+                    "alpha": "H,X,Y,X,Y", "V": "H,X,Y,I"},
+           reference=chN.SPATIAL_EQUATIONS,
+           sizes=({"H": 2, "K": 3, "I": 4, "J": 5, "X": 6, "Y": 7}, ...),
+       )
+       CHECKS = {"chN.SPATIAL_EQUATIONS": EquationCheck(SPATIAL)}
+
+   A spec lists a tensor's sizes axis by axis; an integer tensor (word ids) adds the range of its
+   values: `"w": "B,T in V"`. Every size of every draw must differ from the others (so that
+   swapped indices show), including derived ones you give explicitly (`"T2": (T - D) // 2 + 1`).
+   For an einsum-spec answer (`"hka,hkb->hab / sqrt(K)"`) name the operands of the one defined
+   tensor: `operands=("WQ", "WK")`. A function the answer may call without it being defined (the
+   captioner's CELL) is declared by the sizes of its vectors, `functions={"CELL": "J,K,U -> J"}`,
+   and called on whole vectors, `z_next[:] = CELL(z[:], V[:], e[:])`; the judge gives it a fixed
+   random nonlinear map, so the arguments (which tensors, in which order) are what is checked.
+   The question checks itself when the module is imported: the reference must be well formed
+   against the specs.
+3. The notebook's answer cell holds the string (between the solution delimiters); its test cell
+   has a visible form check and the hidden check:
+
+       expect_equations(SPATIAL_EQUATIONS, inputs={...}, defines={...}, what="Problem 2.1")
+       hidden_check("chN.SPATIAL_EQUATIONS", SPATIAL_EQUATIONS)
+
+   with the same `inputs` and `defines` as the question (they are part of the problem, not of
+   its answer).
+4. Add a wrong answer to `solutions/mistakes/chN.py`, e.g. the softmax over x2 only:
+   `Wrong("spatial_equations", "SPATIAL_EQUATIONS = r'...'", ("test_spatial_equations",), "...")`.
+
+The judge (`autograder.equation_judge`) evaluates the student's equations and the reference on
+random tensors for every size draw, compares each defined tensor axis by axis (so index names,
+the order of factors and sums, where the scale sits and softmax written out as exp/sum do not
+matter), and for a wrong tensor names the index at fault without printing the reference.
+Put the whole assignment inside the solution region (its opening marker, `coursenb.cells.SOLUTION_BEGIN`,
+before `SPATIAL_EQUATIONS = r'''`): the release then has nbgrader's stub, and its test cell fails on the
+undefined name, as for a function.
+
+How to judge a function that calls an earlier one (one mistake costs one cell)
+-----------------------------------------------------------------------------
+Give the reference the earlier function as a keyword argument whose default is the reference's
+own, and name it in `upstream`:
+
+    def caption_step(z, M, E, ..., *, image_attention=image_attention, attend=attend): ...
+    "ch5.caption_step": FunctionCheck(ch5.caption_step, trials, upstream=("image_attention", "attend"))
+
+The notebook line stays `hidden_check("ch5.caption_step", caption_step)`. The student's calls to
+those functions are recorded in the sandbox; the cell passes if its output equals the reference's,
+or the reference composed over the student's own functions (their recorded results, used only when
+shaped like the reference's own results on the same arguments).
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import torch
 
@@ -29,12 +98,36 @@ def qkv(gen: torch.Generator, H: int, K: int, I: int, J: int, *, dtype: torch.dt
 
 @dataclass(frozen=True)
 class FunctionCheck:
-    """Call the student's function on seeded trials and compare with the reference."""
+    """Call the student's function on seeded trials and compare with the reference.
+
+    `upstream`: names of earlier student functions that the graded one calls (`("self_attention",)`
+    for `transformer`). The reference must take each as a keyword argument
+    (`transformer(M, layers, *, self_attention=self_attention)`). The student's calls to them are
+    recorded in the sandbox, and the function passes if its output equals the reference's, or the
+    reference composed over the student's own upstream functions (so one mistake costs one cell).
+    """
 
     reference: Callable[..., object]
     trials: Callable[[torch.Generator], list[tuple]]
     rtol: dict[torch.dtype, float] | None = None
     atol: dict[torch.dtype, float] | None = None
+    upstream: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.upstream:  # trials end with the recording request: reference(*trial) must ignore it
+            for name in self.upstream:
+                self.upstream_reference(name)
+            object.__setattr__(self, "reference", _IgnoreRecordRequest(self.reference))
+
+    def upstream_reference(self, name: str) -> Callable[..., object]:
+        """The reference's own `name`: the default of its keyword argument `name`."""
+        fn = self.reference.fn if isinstance(self.reference, _IgnoreRecordRequest) else self.reference
+        param = inspect.signature(fn).parameters.get(name)
+        if param is None or param.kind not in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD) or \
+                not callable(param.default):
+            raise ValueError(f"the reference {getattr(fn, '__name__', fn)} must take {name} as a keyword argument "
+                             f"whose default is the reference {name} (upstream judging)")
+        return param.default
 
     def tolerances(self, dtype: torch.dtype) -> tuple[float, float]:
         """(rtol, atol) for outputs of this dtype."""
@@ -45,12 +138,28 @@ class FunctionCheck:
         return rtol.get(dtype, 0.0), atol.get(dtype, 0.0)
 
 
+class _IgnoreRecordRequest:
+    """A reference that drops a trial's trailing recording request (`{attnlab.grading.RECORD: [...]}`)."""
+
+    def __init__(self, fn: Callable[..., object]) -> None:
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "reference")
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        from attnlab.grading import split_record_request
+
+        return self.fn(*split_record_request(args)[0], **kwargs)
+
+
 @dataclass(frozen=True)
 class AnswerCheck:
-    """A symbolic answer: a Θ-order (or an equation) in named variables."""
+    """A symbolic answer: a Θ-order (or an equation) in named variables, under the question's
+    relations between the sizes (such as "K <= J")."""
 
     reference: str
     variables: tuple[str, ...]
+    relations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,4 +170,66 @@ class ValueCheck:
     trials: Callable[[torch.Generator], list[tuple]]
 
 
-Check = FunctionCheck | AnswerCheck | ValueCheck
+@dataclass(frozen=True)
+class EquationQuestion:
+    """An index-equation answer: the tensors given, the tensors to define (in order), the reference."""
+
+    inputs: Mapping[str, str]
+    defines: Mapping[str, str]
+    reference: str
+    sizes: tuple[Mapping[str, int], ...]
+    operands: tuple[str, ...] | None = None
+    functions: Mapping[str, str] = field(default_factory=dict)
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    typed: tuple = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from attnlab.equations import check, function_spec, parse_answer
+
+        if self.operands is not None and len(self.defines) != 1:
+            raise ValueError("an einsum-spec question defines exactly one tensor")
+        names = self.size_names
+        if not self.sizes:
+            raise ValueError("a question needs at least one draw of sizes")
+        for draw in self.sizes:
+            if set(draw) != names:
+                raise ValueError(f"a draw of sizes must give exactly {sorted(names)}, got {sorted(draw)}")
+            values = list(draw.values())
+            if len(set(values)) != len(values):
+                raise ValueError(f"the sizes of a draw must all differ (so that swapped indices show): {dict(draw)}")
+        for text in self.functions.values():
+            function_spec(text)
+        eqs = parse_answer(self.reference, self.operands, next(iter(self.defines)))
+        object.__setattr__(self, "typed", tuple(check(eqs, self.inputs, self.defines, sizes=names,
+                                                      functions=self.functions)))
+
+    @property
+    def size_names(self) -> frozenset[str]:
+        """Every size the specs name (axes, and the ranges of integer tensors)."""
+        from attnlab.equations import function_spec, spec
+
+        out: set[str] = set()
+        for text in [*self.inputs.values(), *self.defines.values()]:
+            s = spec(text)
+            out |= {a for a in s.axes if isinstance(a, str)}
+            if isinstance(s.values, str):
+                out.add(s.values)
+        for text in self.functions.values():
+            args, result = function_spec(text)
+            out |= {a for a in (*args, result) if isinstance(a, str)}
+        return frozenset(out)
+
+
+@dataclass(frozen=True)
+class EquationCheck:
+    """Index equations, judged numerically against the question's reference (`autograder.equation_judge`)."""
+
+    question: EquationQuestion
+
+    def reference(self) -> str:
+        """What a right answer sends: the reference equations (the check's one trial takes no argument)."""
+        return self.question.reference
+
+
+Check = FunctionCheck | AnswerCheck | ValueCheck | EquationCheck

@@ -6,34 +6,34 @@ import torch
 from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
 from solutions import ch0
 
-# (N, D, Dv): one memory slot, D = Dv and D != Dv (a scale by sqrt(Dv) or a sum of keys fails)
+# (N, K, I): one memory slot, K = I and K != I (a scale by sqrt(I) or a sum of keys fails)
 MEMORY_SIZES = [(1, 3, 3), (4, 3, 3), (7, 5, 2), (16, 8, 12), (3, 16, 4), (9, 2, 6)]
-# (J, T, H, K, I): T = 1, H = 1 and H > 1, J = H*I and J != H*I, T != J (a transposed H fails)
+# (J, T, H, K, I): T = 1, H = 1 and H > 1, J = H*I and J != H*I, T != J (a transposed M^T fails)
 COLUMN_SIZES = [(4, 1, 1, 3, 4), (8, 5, 2, 3, 4), (12, 7, 3, 5, 4), (16, 16, 4, 8, 4), (10, 6, 2, 4, 3)]
 
 
 def dot_product_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """q[D], keys[N,D], values[N,Dv] of every size, both dtypes, every device."""
+    """q[K], keys[N,K], values[N,I] of every size, both dtypes, every device."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
-            for N, D, Dv in MEMORY_SIZES:
-                q = randn(gen, D, dtype=dtype, device=dev)
-                keys = randn(gen, N, D, dtype=dtype, device=dev)
-                values = randn(gen, N, Dv, dtype=dtype, device=dev)
+            for N, K, I in MEMORY_SIZES:
+                q = randn(gen, K, dtype=dtype, device=dev)
+                keys = randn(gen, N, K, dtype=dtype, device=dev)
+                values = randn(gen, N, I, dtype=dtype, device=dev)
                 trials.append((q, keys, values))
     return trials
 
 
 def column_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """H[J,T] (items as columns) and the weights, every size, both dtypes, every device."""
+    """MT[J,T] (items as columns) and the weights, every size, both dtypes, every device."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
-            for J, T, Hh, K, I in COLUMN_SIZES:
-                H = randn(gen, J, T, dtype=dtype, device=dev)
-                WQ, WK, WV = qkv(gen, Hh, K, I, J, dtype=dtype, device=dev)
-                trials.append((H, WQ, WK, WV))
+            for J, T, H, K, I in COLUMN_SIZES:
+                MT = randn(gen, J, T, dtype=dtype, device=dev)
+                WQ, WK, WV = qkv(gen, H, K, I, J, dtype=dtype, device=dev)
+                trials.append((MT, WQ, WK, WV))
     return trials
 
 

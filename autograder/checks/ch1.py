@@ -35,5 +35,6 @@ def transformer_trials(gen: torch.Generator) -> list[tuple]:
 
 CHECKS = {
     "ch1.self_attention": FunctionCheck(ch1.self_attention, self_attention_trials),
-    "ch1.transformer": FunctionCheck(ch1.transformer, transformer_trials),
+    # judged over the student's own self_attention too: a wrong self_attention costs only its own cell
+    "ch1.transformer": FunctionCheck(ch1.transformer, transformer_trials, upstream=("self_attention",)),
 }

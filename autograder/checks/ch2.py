@@ -1,27 +1,38 @@
-"""Hidden checks of Chapter 2: spatial_self_attention (the answers come from solutions.answers)."""
+"""Hidden checks of Chapter 2: the spatial equations and spatial_self_attention (the running times come
+from solutions.answers)."""
 from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
+from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, qkv, randn
 from solutions import ch2
 
 # (X, Y, J, H, K, I): a single pixel, X != Y (an x/y mix-up fails), H = 1 and H > 1, J != H*I
 SIZES = [(1, 1, 4, 1, 3, 4), (3, 4, 8, 2, 3, 4), (5, 2, 12, 3, 5, 4), (4, 4, 16, 4, 8, 4), (2, 6, 10, 2, 4, 3)]
 
+# Problem 2.1: the tensors given and the tensors the answer defines, as the chapter states them.
+SPATIAL = EquationQuestion(
+    inputs={"WQ": "H,K,J", "WK": "H,K,J", "WV": "H,I,J", "M": "X,Y,J"},
+    defines={"Query": "H,X,Y,K", "Key": "H,X,Y,K", "Value": "H,X,Y,I", "alpha": "H,X,Y,X,Y", "V": "H,X,Y,I"},
+    reference=ch2.SPATIAL_EQUATIONS,
+    sizes=({"H": 2, "K": 3, "I": 4, "J": 5, "X": 6, "Y": 7}, {"H": 3, "K": 5, "I": 2, "J": 4, "X": 7, "Y": 6},
+           {"H": 1, "K": 2, "I": 3, "J": 6, "X": 4, "Y": 5}),
+)
+
 
 def spatial_self_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """h[X,Y,J] and the weights, every size, both dtypes, every device."""
+    """M[X,Y,J] and the weights, every size, both dtypes, every device."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
             for X, Y, J, H, K, I in SIZES:
-                h = randn(gen, X, Y, J, dtype=dtype, device=dev)
+                M = randn(gen, X, Y, J, dtype=dtype, device=dev)
                 WQ, WK, WV = qkv(gen, H, K, I, J, dtype=dtype, device=dev)
-                trials.append((h, WQ, WK, WV))
+                trials.append((M, WQ, WK, WV))
     return trials
 
 
 CHECKS = {
+    "ch2.SPATIAL_EQUATIONS": EquationCheck(SPATIAL),
     "ch2.spatial_self_attention": FunctionCheck(ch2.spatial_self_attention, spatial_self_attention_trials),
 }

@@ -3,8 +3,17 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, ValueCheck, devices, randn
+from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, devices, randn
 from solutions import ch3
+
+# Problem 3.1: the merged matrix from WQ and WK, as one equation or an einsum spec over (WQ, WK).
+WQ_TILDE = EquationQuestion(
+    inputs={"WQ": "H,K,J", "WK": "H,K,J"},
+    defines={"WQ_tilde": "H,J,J"},
+    reference=ch3.WQ_TILDE,
+    sizes=({"H": 2, "K": 3, "J": 5}, {"H": 3, "K": 4, "J": 2}, {"H": 1, "K": 6, "J": 4}),
+    operands=("WQ", "WK"),
+)
 
 # (H, K, J): K = 1, K < J, K > J, several heads
 MERGE_SIZES = [(1, 1, 1), (1, 3, 4), (2, 3, 8), (3, 5, 4), (4, 8, 16), (2, 4, 10)]
@@ -55,10 +64,26 @@ def params_merged_trials(gen: torch.Generator) -> list[tuple]:
     return [(1,), (2,)] + [(J,) for J in _ints(gen, 8, 1000)]
 
 
+def layer_params_separate_trials(gen: torch.Generator) -> list[tuple]:
+    """(H, K, J): one head, K = J/2, K > J and random ones."""
+    return [(1, 1, 1), (2, 4, 8), (3, 9, 3)] + list(zip(_ints(gen, 6, 17), _ints(gen, 6, 200), _ints(gen, 6, 1000)))
+
+
+def layer_params_merged_trials(gen: torch.Generator) -> list[tuple]:
+    """(H, J): one head, J = 1 and random ones."""
+    return [(1, 1), (4, 2)] + list(zip(_ints(gen, 6, 17), _ints(gen, 6, 1000)))
+
+
 CHECKS = {
+    "ch3.WQ_TILDE": EquationCheck(WQ_TILDE),
     "ch3.merge_query_key": FunctionCheck(ch3.merge_query_key, merge_query_key_trials),
     "ch3.attention_weights": FunctionCheck(ch3.attention_weights, attention_weights_trials),
     "ch3.merged_attention_weights": FunctionCheck(ch3.merged_attention_weights, merged_attention_weights_trials),
     "ch3.params_separate": ValueCheck(ch3.params_separate, params_separate_trials),
     "ch3.params_merged": ValueCheck(ch3.params_merged, params_merged_trials),
+    # judged over the student's own per-head counts too: a wrong per-head count costs only its own cell
+    "ch3.layer_params_separate": FunctionCheck(ch3.layer_params_separate, layer_params_separate_trials,
+                                               upstream=("params_separate",)),
+    "ch3.layer_params_merged": FunctionCheck(ch3.layer_params_merged, layer_params_merged_trials,
+                                             upstream=("params_merged",)),
 }

@@ -2,6 +2,14 @@
 from solutions.mistakes import Wrong
 
 WRONG = [
+    Wrong("wq_tilde", 'WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WK[h,k,j1] * WQ[h,k,j2] / sqrt(K)"', ("test_wq_tilde",),
+          "equation: query and key sides swapped (the transpose)"),
+    Wrong("wq_tilde", 'WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WQ[h,k,j1] * WK[h,k,j2]"', ("test_wq_tilde",),
+          "equation: the scale 1/sqrt(K) left out"),
+    Wrong("wq_tilde", 'WQ_TILDE = "hka,hkb->hab / sqrt(J)"', ("test_wq_tilde",),
+          "einsum spec scaled by 1/sqrt(J) instead of 1/sqrt(K)"),
+    Wrong("wq_tilde", 'WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WQ[h,k,j1] * WK[h,k,j1] / sqrt(K)"', ("test_wq_tilde",),
+          "equation: the key side indexed by j1, as in the seed's t1 typo"),
     Wrong("merge_query_key", '''
         def merge_query_key(WQ, WK):
             return torch.einsum("hka,hkb->hab", WK, WQ) / math.sqrt(WQ.shape[1])  # W~Q transposed
@@ -63,6 +71,20 @@ WRONG = [
         def params_merged(J):
             return J * (J + 1) // 2  # as if W~Q were symmetric
         ''', ("test_params_merged",), "counted W~Q as a symmetric matrix"),
+    Wrong("layer_params", '''
+        def layer_params_separate(H, K, J):
+            return params_separate(K, J)  # one head only
+
+        def layer_params_merged(H, J):
+            return H * params_merged(J)
+        ''', ("test_layer_params",), "a layer's query-key count without its H heads"),
+    Wrong("layer_params", '''
+        def layer_params_separate(H, K, J):
+            return 2 * H * K * J
+
+        def layer_params_merged(H, J):
+            return J * J  # as if the heads shared one W~Q
+        ''', ("test_layer_params",), "one merged matrix for the whole layer"),
     Wrong("equal_when", 'EQUAL_WHEN = "K = J"', ("test_equal_when",), "compared K J with J^2, forgetting the 2"),
     Wrong("equal_when", 'EQUAL_WHEN = "K = 2*J"', ("test_equal_when",), "solved 2KJ = J^2 upside down"),
 ]

@@ -76,7 +76,7 @@ def _other_chapter(nb, ctx):
 
 _SECRETS = '''
 import glob, os, sqlite3
-paths = ["{repo}/solutions/ch1.py", "{repo}/solutions", "{repo}/chapters/ch1_parallel_time.ipynb",
+paths = ["{repo}/solutions/ch1.py", "{repo}/solutions", "{repo}/chapters/ch1_parallel_time.py",
          "{repo}/autograder/checks/ch1.py", "{repo}/.git/HEAD", "{course}/gradebook.db",
          "{course}/source/ch1/ch1_parallel_time.ipynb", "{course}/submitted", "{course}/nbgrader_config.py",
          "/root/.bashrc", "../../source/ch1/ch1_parallel_time.ipynb"]
@@ -169,13 +169,13 @@ ATTACKS = [
         torch.equal = lambda *a, **k: True
         numpy.allclose = lambda *a, **k: True
         numpy.testing.assert_allclose = lambda *a, **k: None
-        ''', (SA, TR), "differs from the reference", "patched comparisons only fool the student's own process"),
+        ''', (SA,), "differs from the reference", "patched comparisons only fool the student's own process"),
     Attack("rebind_test_helpers", "self_attention", '''
         {wrong:self_attention:1}
         import attnlab.testing
         expect_close = expect_shape = expect_like = lambda *a, **k: None
         attnlab.testing.expect_close = attnlab.testing.expect_shape = lambda *a, **k: None
-        ''', (SA, TR), "differs from the reference", "the visible tests pass, the hidden check does not"),
+        ''', (SA,), "differs from the reference", "the visible tests pass, the hidden check does not"),
     Attack("rebind_builtins", "transformer", '''
         {wrong:transformer}
         import builtins, types
@@ -220,7 +220,7 @@ ATTACKS = [
         if os.environ.get("NBGRADER_EXECUTION") == "autograde":
             torch.allclose = lambda *a, **k: True
             expect_close = expect_shape = expect_like = lambda *a, **k: None
-        ''', (SA, TR), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing"),
+        ''', (SA,), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing"),
     # ---- editing the notebook -------------------------------------------------------------------
     Attack("edit_test_cell", mutate=_edit_test, lost=(SA,), feedback="was restored",
            why="a locked cell comes back from the source notebook"),

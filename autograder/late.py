@@ -1,0 +1,123 @@
+"""Late work: how late each submission is, and what the course's policy charges for it.
+
+Lateness comes from the upload time collect kept (nbgrader's `SubmittedAssignment.timestamp`,
+from `timestamp.txt`) and the assignment's due date (`Assignment.duedate`, from the course
+config), with the LMS's own late mark as a floor: an upload the LMS marked late is late even
+when the clocks disagree (zips carry no time zone), and is then charged one started day.
+A grace period forgives that much lateness. The penalty is in points, per notebook:
+`min(raw score, points x min(cap, per_day x started days late))`, so a score never goes
+below zero. It is stored where nbgrader keeps it (`SubmittedNotebook.late_submission_penalty`),
+so nbgrader's formgrader and exports agree with ours; `apply` writes it after every
+grading and every manual import, since it depends on the raw score.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.config import CourseConfig, LatePolicy
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late one submission is: `seconds` after the due date (None: no time or no due date)."""
+
+    late: bool
+    seconds: float | None
+    days: int  # started days late that the policy charges (0 when forgiven or on time)
+    lms_late: bool = False
+    note: str = ""
+
+    def describe(self) -> str:
+        """'2 d 3 h late', 'late (LMS)', 'on time', 'late, within the grace period'."""
+        if not self.late:
+            return "on time"
+        if self.seconds is None or self.seconds <= 0:
+            return "late (marked by the LMS)"
+        return f"{_duration(self.seconds)} late" + ("" if self.days else ", within the grace period")
+
+
+def lateness(uploaded: dt.datetime | None, due: dt.datetime | None, lms_late: bool, policy: LatePolicy) -> Lateness:
+    """The lateness of an upload at `uploaded` for an assignment due at `due` (aware datetimes)."""
+    seconds = (uploaded - due).total_seconds() if uploaded is not None and due is not None else None
+    if seconds is not None and seconds > 0:
+        days = 0 if seconds <= policy.grace.total_seconds() else math.ceil(seconds / DAY)
+        return Lateness(True, seconds, days, lms_late)
+    if lms_late:  # the LMS says late, the clocks say not (or cannot say): the LMS wins, one day
+        note = ("the LMS marked it late but its time is not after the due date (time zones?): charged one day"
+                if seconds is not None else "the LMS marked it late; no due date or time to measure it: one day")
+        return Lateness(True, seconds, 1, True, note)
+    return Lateness(False, seconds, 0, False)
+
+
+def penalty(policy: LatePolicy, late: Lateness, raw: float, max_score: float) -> float:
+    """Points the policy takes from a notebook scoring `raw` of `max_score` (never more than `raw`)."""
+    if policy.kind == "none" or not late.late or late.days <= 0:
+        return 0.0
+    fraction = min(policy.cap, policy.per_day * late.days)
+    return round(min(max(raw, 0.0), max_score * fraction), 4)
+
+
+def _duration(seconds: float) -> str:
+    days, rest = divmod(int(seconds), 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    parts = [f"{days} d"] if days else []
+    parts += [f"{hours} h"] if hours else []
+    parts += [f"{minutes} min"] if minutes and not days else []
+    return " ".join(parts) or f"{int(seconds)} s"
+
+
+def as_utc(naive_utc: dt.datetime | None) -> dt.datetime | None:
+    """nbgrader's naive-UTC datetime as an aware one."""
+    if naive_utc is None:
+        return None
+    return naive_utc.replace(tzinfo=dt.UTC) if naive_utc.tzinfo is None else naive_utc
+
+
+def sync_due_dates(gb, cfg: CourseConfig) -> list[str]:
+    """Write the config's due dates into nbgrader's Assignment.duedate (naive UTC, as nbgrader keeps them);
+    returns the assignments changed."""
+    changed = []
+    for assignment in gb.assignments:
+        due = cfg.due.get(assignment.name)
+        value = due.astimezone(dt.UTC).replace(tzinfo=None) if due else None
+        if assignment.duedate != value:
+            assignment.duedate = value
+            changed.append(assignment.name)
+    if changed:
+        gb.db.commit()
+    return changed
+
+
+def apply(course_dir: Path) -> list[tuple[str, str, str, Lateness, float]]:
+    """Set every submitted notebook's late_submission_penalty from the policy; returns, for each late
+    notebook, (student, assignment, notebook, lateness, penalty)."""
+    from nbgrader.api import SubmittedAssignment
+
+    from autograder import config
+    from autograder.collect import Manifest
+    from autograder.grades import gradebook
+
+    cfg = config.load(course_dir)
+    records, _ = Manifest.read(course_dir)
+    out = []
+    with gradebook(course_dir) as gb:
+        sync_due_dates(gb, cfg)
+        for sub in gb.db.query(SubmittedAssignment).all():
+            due = cfg.due.get(sub.assignment.name)
+            for nb in sub.notebooks:
+                record = records.get(f"{sub.student.id}/{sub.assignment.name}/{nb.notebook.name}")
+                late = lateness(as_utc(sub.timestamp), due, bool(record and record.lms_late), cfg.late)
+                raw = sum(float(g.score or 0.0) for g in nb.grades)
+                points = penalty(cfg.late, late, raw, float(nb.max_score))
+                if (nb.late_submission_penalty or 0.0) != points:
+                    nb.late_submission_penalty = points or None
+                if late.late:
+                    out.append((sub.student.id, sub.assignment.name, nb.notebook.name, late, points))
+        gb.db.commit()
+    return out

@@ -1,0 +1,258 @@
+"""Manual grading: answers the instructor scores by hand (nbgrader "manual" cells: grade and solution).
+
+`export` writes, for every manually graded cell of the course, an HTML page with the
+question and every student's answer (shown literally, on a page with no script and nothing
+remote), and one CSV to fill in (`score`, `comment`; existing scores and comments come
+pre-filled, an unanswered cell comes with 0 and "No response.", as nbgrader scores it).
+`import_scores` reads the CSV back into nbgrader's gradebook (`Grade.manual_score`,
+`Comment.manual_comment`), where nbgrader's formgrader sees and edits the same values. An
+import is all or nothing: every row is checked first (known student and cell, a number
+between 0 and the cell's points, the answer unchanged since the export), and one bad row
+applies nothing and is named with its line.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder import export as csvout
+from coursenb import cells
+
+COLUMNS = ["assignment", "notebook", "grade_id", "student", "max_score", "score", "comment", "responded",
+           "answer_sha256", "answer"]
+NO_RESPONSE = "No response."
+
+
+class ManualError(RuntimeError):
+    """A CSV that cannot be imported (a user-facing sentence, one line per problem after the first)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """A manually graded cell of a notebook: its prompt (the course's markdown just before it) and points."""
+
+    assignment: str
+    notebook: str
+    grade_id: str
+    points: float
+    prompt: str
+    stub: str  # what the release holds in the cell
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One student's answer to one question, and the grade it has now."""
+
+    question: Question
+    student: str
+    text: str
+    responded: bool
+    score: float | None
+    comment: str | None
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+
+def questions(course_dir: Path, assignment: str | None = None) -> list[Question]:
+    """Every manually graded cell of the course's source notebooks, in course order."""
+    from autograder.grades import _order
+
+    out = []
+    source = Path(course_dir) / "source"
+    for nb_path in sorted(source.glob("*/*.ipynb"), key=lambda p: (_order(p.parent.name), p.name)):
+        a = nb_path.parent.name
+        if assignment and a != assignment:
+            continue
+        nb = nbformat.read(nb_path, as_version=4)
+        release = Path(course_dir) / "release" / a / nb_path.name
+        stubs = {}
+        if release.exists():
+            stubs = {cells.grade_id(c): c.source for c in nbformat.read(release, as_version=4).cells if cells.grade_id(c)}
+        prompt: list[str] = []
+        for cell in nb.cells:
+            if cells.is_manual(cell):
+                gid = cells.grade_id(cell)
+                out.append(Question(a, nb_path.stem, gid, cells.points(cell), "\n\n".join(prompt), stubs.get(gid, "")))
+                prompt = []
+            elif cells.grade_id(cell) and cells.is_graded(cell):
+                prompt = []
+            elif cell.cell_type == "markdown":
+                prompt = (prompt + [cell.source])[-2:]
+    return out
+
+
+def answers(course_dir: Path, assignment: str | None = None) -> list[Answer]:
+    """Every submitted student's answer to every question, with the score and comment the gradebook holds."""
+    from nbgrader.api import MissingEntry
+
+    from autograder.grades import gradebook
+
+    course_dir = Path(course_dir)
+    out = []
+    qs = questions(course_dir, assignment)
+    with gradebook(course_dir) as gb:
+        for q in qs:
+            for path in sorted((course_dir / "submitted").glob(f"*/{q.assignment}/{q.notebook}.ipynb")):
+                student = path.parent.parent.name
+                text = _answer_text(path, q.grade_id)
+                score = comment = None
+                try:
+                    grade = gb.find_grade(q.grade_id, q.notebook, q.assignment, student)
+                    score = grade.manual_score
+                    comment = gb.find_comment(q.grade_id, q.notebook, q.assignment, student).manual_comment
+                except MissingEntry:
+                    pass
+                responded = text is not None and text.strip() != q.stub.strip() and bool(text.strip())
+                out.append(Answer(q, student, text or "", responded, score, comment))
+    return out
+
+
+def _answer_text(path: Path, grade_id: str) -> str | None:
+    """The source of the cell `grade_id` in a submitted notebook (None if it has none or cannot be read)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable submission has no answer
+        return None
+    return next((c.source for c in nb.cells if cells.grade_id(c) == grade_id), None)
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export(course_dir: Path, out_dir: Path, assignment: str | None = None) -> tuple[Path, list[Path], int]:
+    """Write out_dir/<assignment>_<grade_id>.html per question and out_dir/manual_grades.csv; returns
+    (csv path, pages, rows)."""
+    from autograder.feedback import CSP, STYLE, _markdown, esc
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    all_answers = answers(course_dir, assignment)
+    md = _markdown()
+    pages = []
+    for q in questions(course_dir, assignment):
+        mine = [a for a in all_answers if a.question == q]
+        items = []
+        for a in mine:
+            given = "" if a.score is None else f" &nbsp;<b>score {a.score:g}</b>"
+            given += f" &nbsp;comment: {esc(a.comment)}" if a.comment else ""
+            body = f'<pre class="student">{esc(a.text)}</pre>' if a.responded else "<p><i>no response</i></p>"
+            items.append(f'<section class="cell" id="{html.escape(a.student)}"><h3>{esc(a.student)}{given}</h3>'
+                         f"{body}</section>")
+        title = f"{q.assignment} {q.grade_id}: {len(mine)} answer(s), {q.points:g} point(s)"
+        text = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{esc(title)}</title>'
+                f"<style>{STYLE}</style></head><body><main><h1>{esc(title)}</h1>"
+                f'<div class="banner">{md.render(q.prompt) if q.prompt else "(no prompt found)"}</div>'
+                f"<p>Score each answer in <code>manual_grades.csv</code> (0 to {q.points:g}), then "
+                f"<code>autograder manual import manual_grades.csv</code>.</p>{''.join(items)}</main></body></html>\n")
+        page = out_dir / f"{q.assignment}_{q.grade_id}.html"
+        page.write_text(text, encoding="utf-8")
+        pages.append(page)
+    rows = []
+    for a in all_answers:
+        score, comment = a.score, a.comment
+        if score is None and not a.responded:
+            score, comment = 0.0, comment or NO_RESPONSE
+        rows.append([a.question.assignment, a.question.notebook, a.question.grade_id, a.student,
+                     f"{a.question.points:g}", "" if score is None else f"{score:g}", comment or "",
+                     "yes" if a.responded else "no", a.sha256, a.text])
+    path = out_dir / "manual_grades.csv"
+    csvout._write(path, COLUMNS, rows)
+    return path, pages, len(rows)
+
+
+# ----------------------------------------------------------------------------- import
+
+
+@dataclass(frozen=True)
+class Row:
+    """One checked line of the CSV: what to write."""
+
+    line: int
+    answer: Answer
+    score: float | None
+    comment: str | None
+
+
+def read_rows(course_dir: Path, path: Path) -> list[Row]:
+    """Every line of the CSV that sets a score or a comment, checked; ManualError listing every bad line."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            lines = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ManualError(f"cannot read {path}: {exc}") from None
+    missing = [c for c in ("assignment", "notebook", "grade_id", "student", "score") if c not in header]
+    if missing:
+        raise ManualError(f"{path} has no column {', '.join(missing)} (export one with `autograder manual export`)")
+    known = {(a.question.assignment, a.question.notebook, a.question.grade_id, a.student): a
+             for a in answers(course_dir)}
+    rows, problems, seen = [], [], {}
+    for k, raw in enumerate(lines, start=2):
+        value = {c: csvout.unquote((raw.get(c) or "").strip()) for c in header if c}
+        key = (value["assignment"], value["notebook"], value["grade_id"], value["student"])
+        where = f"line {k} ({'/'.join(key[2:])})"
+        answer = known.get(key)
+        if answer is None:
+            problems.append(f"{where}: no manually graded cell {key[2]!r} of {key[0]}/{key[1]} submitted by "
+                            f"{key[3]!r}")
+            continue
+        if key in seen:
+            problems.append(f"{where}: the same answer as line {seen[key]}")
+            continue
+        seen[key] = k
+        comment = value.get("comment") or None
+        if not value["score"]:
+            if comment:
+                rows.append(Row(k, answer, None, comment))
+            continue
+        try:
+            score = float(value["score"])
+        except ValueError:
+            problems.append(f"{where}: score {value['score']!r} is not a number")
+            continue
+        if not 0 <= score <= answer.question.points or score != score:
+            problems.append(f"{where}: score {score:g} is not between 0 and {answer.question.points:g}")
+            continue
+        if value.get("answer_sha256") and value["answer_sha256"] != answer.sha256:
+            problems.append(f"{where}: the answer changed since the export (collected again?): export again")
+            continue
+        rows.append(Row(k, answer, score, comment))
+    if problems:
+        raise ManualError(f"{len(problems)} problem(s) in {path}; nothing was imported\n" + "\n".join(problems))
+    return rows
+
+
+def import_scores(course_dir: Path, path: Path) -> list[Row]:
+    """Check the whole CSV, then write every score and comment into the gradebook in one commit."""
+    from nbgrader.api import MissingEntry
+
+    from autograder.grades import gradebook
+
+    rows = read_rows(course_dir, path)
+    with gradebook(course_dir) as gb:
+        try:
+            for row in rows:
+                q = row.answer.question
+                if row.score is not None:
+                    grade = gb.find_grade(q.grade_id, q.notebook, q.assignment, row.answer.student)
+                    grade.manual_score = row.score
+                    grade.needs_manual_grade = False
+                try:
+                    comment = gb.find_comment(q.grade_id, q.notebook, q.assignment, row.answer.student)
+                    comment.manual_comment = row.comment
+                except MissingEntry:
+                    pass
+        except MissingEntry as exc:
+            gb.db.rollback()
+            raise ManualError(f"the gradebook has no grade for a row ({exc}): grade the notebook first") from None
+        gb.db.commit()
+    return rows

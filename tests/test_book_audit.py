@@ -1,0 +1,207 @@
+"""The answer audit (`publish.leaks`): every graded answer is found wherever the student edition
+could show it, in every form the judge accepts, and the release notebooks and the kit are clean.
+
+Each kind of search is shown to find a planted answer (symbolic answers in code, LaTeX and
+outputs; an equation rearranged; a solution's einsum renamed; a value in an output; a cell
+that draws from an answer), and to leave alone what is not an answer (a size on its own).
+The built student edition is audited in tests/test_book.py.
+"""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from autograder.checks import CHECKS, AnswerCheck
+from coursenb import cells
+from coursenb.chapters import select
+from publish import leaks
+from publish.audit import KIT
+from publish.leaks import Doc, Figures
+
+SYMBOLIC = {name: c for name, c in CHECKS.items() if isinstance(c, AnswerCheck)}
+
+
+def _judged(*docs: Doc) -> list[str]:
+    found: dict[str, list[str]] = {}
+    for doc in docs:
+        for candidate in leaks.doc_candidates(doc):
+            found.setdefault(candidate, []).append(doc.where)
+    return leaks.judge_candidates(found, CHECKS, Figures())
+
+
+def _latex(expr: str) -> str:
+    """An answer as a book would typeset it: \\log, implicit products."""
+    return expr.replace("log(", r"\log(").replace("*", " ")
+
+
+def test_candidates_come_from_math_strings_comments_and_prose() -> None:
+    prose = r"Each layer costs $O(L\,(J + K + T))$ and \(K = J/2\); the time grows like L (J + K + T) per layer."
+    found = leaks.candidates(prose)
+    assert {r"O(L\,(J + K + T))", "K = J/2", "L (J + K + T)"} <= found, found
+    code = 'x = "T + log(K)"  # about J log T here\nprint(f"depth {d}")'
+    found = leaks.doc_candidates(Doc("cell", code, "code"))
+    assert "T + log(K)" in found and "J log T" in found, found
+    assert all(len(c) <= leaks.MAX_CANDIDATE for c in leaks.candidates("L + " * 200)), "candidates are bounded"
+
+
+@pytest.mark.parametrize("name", sorted(SYMBOLIC))
+def test_every_symbolic_answer_is_found_in_every_form_the_judge_accepts(name: str) -> None:
+    reference = SYMBOLIC[name].reference
+    if "=" in reference:  # an equation, rearranged: K = J/2 -> 2*K = J
+        lhs, rhs = (side.strip() for side in reference.split("="))
+        forms = [f"{rhs} = {lhs}", f"2*({lhs}) = 2*({rhs})"]
+    elif len(set(re.findall(r"[A-Z]", reference))) == 1:  # one size: an answer only when written as an order
+        forms = [f"O({reference})", f"Θ({reference})", rf"\mathcal{{O}}\left({_latex(reference)}\right)"]
+    else:
+        forms = [reference, f"O({reference})", _latex(reference), rf"\mathcal{{O}}\left({_latex(reference)}\right)"]
+    planted = [Doc("kit.py", f'EXAMPLE = "{forms[0]}"\n', "code"),
+               Doc("page.html", f"the answer is ${forms[-1]}$ in the end", "prose"),
+               Doc("cell 3 output", f"result: {forms[1]}\n", "output")]
+    for doc in planted:
+        hits = [h for h in _judged(doc) if f"correct answer to {name} " in h]
+        assert hits, f"{name}: {doc.text!r} not found"
+        assert all(h.startswith(doc.where) for h in hits)
+    control = Doc("page.html", "nothing to see: " + " ".join(re.findall(r"[A-Z]", reference)), "prose")
+    assert not _judged(control), "a list of sizes is not an answer"
+
+
+def test_a_size_alone_is_not_an_order_but_its_order_is() -> None:
+    assert "ch6.CNN_TIME" in SYMBOLIC and SYMBOLIC["ch6.CNN_TIME"].reference == "L"
+    quiet = Doc("page", "layer $L[2]$ has $2L$ rows, $L - 1$ of them after `L[b, 2t + d, i]`", "prose")
+    assert not _judged(quiet)
+    assert any("ch6.CNN_TIME" in h for h in _judged(Doc("page", "the seed's answer, $O(L)$, is right", "prose")))
+    assert any("ch6.CNN_TIME" in h for h in _judged(Doc("page", r"depth $\Theta(L)$", "prose")))
+
+
+def test_call_signatures_ignore_names_and_whitespace() -> None:
+    a = leaks.call_signatures('W = torch.einsum("hka,hkb->hab", WQ, WK) / math.sqrt(K)')
+    b = leaks.call_signatures("out = th.einsum( 'xij , xik->xjk',A,B)")
+    assert a == b == {"einsum('abc,abd->acd')"}
+    assert leaks.call_signatures("y = x.unfold(1, D, 2)") == {"unfold(1,_,2)"}
+    assert leaks.call_signatures("y = torch.softmax(s, dim=-1)") == {"softmax(_,dim=-1)"}
+    assert leaks.call_signatures("y = f(a, b)") == set(), "a call without a constant says nothing"
+
+
+def _sources() -> dict[str, nbformat.NotebookNode]:
+    return {c.assignment: c.read() for c in select()}
+
+
+def _release_docs(sources: dict[str, nbformat.NotebookNode]) -> list[Doc]:
+    docs = []
+    for chapter in select():
+        docs += leaks.notebook_docs(cells.release(sources[chapter.assignment]), f"release/{chapter.notebook}.ipynb")
+    return docs
+
+
+def test_a_solution_call_renamed_is_found_in_the_kit_and_in_outputs() -> None:
+    sources = _sources()
+    conv = next(s for s in leaks.solutions_of(sources["ch6"], "ch6") if s.cell == "conv_stride2")
+    spec = next(c for c in conv.calls if c.startswith("einsum"))
+    planted_kit = Doc("attnlab/helpers.py", 'def conv(x, w):\n    return torch.einsum("pqrs, srz -> pqz", x, w)\n', "code")
+    planted_out = Doc("release/ch6_language_cnn.ipynb cell 40 output", "Traceback: einsum('nmkw,wkv->nmv', L, W)",
+                      "output", "ch6")
+    hits = leaks.audit([planted_kit, planted_out], sources).hits
+    for doc in (planted_kit, planted_out):
+        assert any(h.startswith(doc.where) and spec in h and "conv_stride2" in h for h in hits), (doc.where, hits)
+
+
+def test_a_page_showing_every_call_of_a_solution_shows_the_solution() -> None:
+    sources = _sources()
+    solution = next(s for s in leaks.solutions_of(sources["ch3"], "ch3") if s.cell == "attention_weights")
+    demo = "\n".join(['Q = torch.einsum("hkj,tj->htk", WQ, M)', 'K_ = torch.einsum("hkj,tj->htk", WK, M)',
+                      'a = torch.softmax(torch.einsum("hak,hbk->hab", Q, K_) / 2, dim=-1)'])
+    assert leaks.call_signatures(demo) >= solution.calls
+    hits = leaks.audit([Doc("ch3_merged_qk.ipynb cell 20", demo, "code", "ch3")], sources).hits
+    assert any("every defining call of the solution of 'attention_weights'" in h for h in hits), hits
+
+
+def test_an_answer_value_in_an_output_is_found() -> None:
+    sources = _sources()
+    values = leaks.answer_values("ch3", CHECKS, leaks.public_code(sources["ch3"]))
+    assert values, "the chapter's value answers evaluate at the sizes it uses"
+    name, found = next((n, v) for n, v in sorted(values.items()))
+    value = sorted(found, key=float)[-1]
+    planted = Doc("ch3_merged_qk.ipynb cell 30 output", f"the counts agree at {value}\n", "output", "ch3")
+    hits = leaks.audit([planted], {"ch3": sources["ch3"]}).hits
+    assert any(h.startswith(planted.where) and f"shows {value}" in h for h in hits), hits
+    other = Doc(planted.where, f"the counts agree at {int(float(value)) + 1}\n", "output", "ch3")
+    assert not [h for h in leaks.audit([other], {"ch3": sources["ch3"]}).hits if h.startswith(other.where)]
+
+
+def test_a_cell_drawing_from_a_value_answer_must_drop_its_outputs() -> None:
+    """The safety net under the `answer-output` tag: a plot made from an answer is an image no text search reads."""
+    source = next(c for c in select() if c.assignment == "ch3").read()
+    for k, cell in enumerate(source.cells):  # stand-in outputs, as an execution leaves them
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": f"fig {k}"})]
+            cell.metadata["tags"] = [t for t in cells.tags(cell) if t != cells.ANSWER_OUTPUT]
+    names = leaks._answer_names(CHECKS)
+    hits = leaks.answer_outputs(list(leaks.notebook_docs(cells.student_view(source), "ch3_merged_qk.ipynb")),
+                                names, Figures())
+    assert hits and all("tag the cell 'answer-output'" in h for h in hits), hits
+    flagged = {int(re.search(r"cell (\d+)", h).group(1)) for h in hits}
+    student = cells.student_view(source)
+    for k in flagged:  # tag them, as the chapter would: the student edition drops their outputs
+        twin = next(c for c in source.cells if c.id == student.cells[k - 1].id)
+        twin.metadata["tags"] = cells.tags(twin) + [cells.ANSWER_OUTPUT]
+    assert not leaks.answer_outputs(list(leaks.notebook_docs(cells.student_view(source), "ch3_merged_qk.ipynb")),
+                                    names, Figures())
+
+
+@pytest.mark.slow
+def test_the_release_notebooks_and_the_kit_give_no_answer_away() -> None:
+    """What a student downloads: every chapter's release notebook and the kit's source (no book build needed:
+    `pytest tests/test_book_audit.py -k release` is the quickest leak check after editing a chapter)."""
+    from autograder.cli import kit_files
+
+    sources = _sources()
+    kit = [doc for rel in kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
+    findings = leaks.audit(_release_docs(sources) + kit, sources, files=len(sources) + len(kit))
+    print(findings.figures)
+    assert findings.figures.judged and findings.figures.solution_calls and findings.figures.values
+    assert not findings.hits, "\n".join(findings.hits)
+
+
+def test_index_equation_questions_are_judged_on_equations_sets_and_einsum_specs() -> None:
+    """A question kind without variables (the index-equation answers) is judged on every index equation, every
+    set of them and every einsum spec; here with a stand-in judge that accepts the merged W~Q."""
+
+    class EquationQuestion:  # a check kind that names no variables
+        reference = "WQt[h,a,b] = sum_k WQ[h,k,a] * WK[h,k,b] / sqrt(K)"
+
+    accepted = {"hka,hkb->hab", "Wt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)",
+                "A[h,k,t] = sum_j WQ[h,k,j] * M[t,j]\nWt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)"}
+
+    def decide(name: str, candidate: str) -> tuple[bool, str]:
+        assert name == "ch3.WQ_TILDE"
+        return candidate in accepted, "accepted" if candidate in accepted else "no"
+
+    docs = [Doc("kit.py", 'def merge(A, B):\n    return torch.einsum("hka,hkb->hab", A, B)\n', "code"),
+            Doc("page", "Write\n\n    A[h,k,t] = sum_j WQ[h,k,j] * M[t,j]\n"
+                        "    Wt[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j] / sqrt(K)\n\nand so on.", "prose")]
+    equations: dict[str, list[str]] = {}
+    for doc in docs:
+        for candidate in leaks.doc_equation_candidates(doc):
+            equations.setdefault(candidate, []).append(doc.where)
+    figures = Figures()
+    hits = leaks.judge_candidates({}, {"ch3.WQ_TILDE": EquationQuestion()}, figures, equations, decide=decide)
+    assert len(hits) == 3 and figures.judged == len(equations) >= 3, (hits, sorted(equations))
+    assert any(h.startswith("kit.py") and "'hka,hkb->hab'" in h for h in hits)
+    assert sum(h.startswith("page") for h in hits) == 2, "the equation alone and the set of two"
+
+
+def test_an_einsum_answer_with_its_scale_is_judged_by_the_real_question() -> None:
+    """Chapter 3's W~Q as an einsum spec with its scale inside the quotes, judged by the grader's own check."""
+    from autograder.checks import CHECKS
+
+    doc = Doc("attnlab/helpers.py", 'EXAMPLE = "hka,hkb->hab / sqrt(K)"\n', "code")
+    equations = {candidate: [doc.where] for candidate in leaks.doc_equation_candidates(doc)}
+    assert "hka,hkb->hab / sqrt(K)" in equations, sorted(equations)
+    figures = Figures()
+    hits = leaks.judge_candidates({}, {"ch3.WQ_TILDE": CHECKS["ch3.WQ_TILDE"]}, figures, equations)
+    assert any("'hka,hkb->hab / sqrt(K)' is a correct answer to ch3.WQ_TILDE" in h for h in hits), hits
+    wrong = Doc("attnlab/helpers.py", 'EXAMPLE = "hka,hkb->hba / sqrt(K)"\n', "code")
+    equations = {candidate: [wrong.where] for candidate in leaks.doc_equation_candidates(wrong)}
+    assert not leaks.judge_candidates({}, {"ch3.WQ_TILDE": CHECKS["ch3.WQ_TILDE"]}, Figures(), equations)

@@ -1,0 +1,194 @@
+"""Manual grading (export, import, the formgrader's gradebook), similar submissions, and the grading log's history.
+
+One Chapter-1 course (module scope) released through the CLI, with the example class's prose question added
+and the example class collected; grades rows are created as the engine creates them (nbgrader's
+add_submission), so no notebook is executed here.
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli, course, example_class, gradinglog, manual, similarity
+from autograder.gradinglog import CellLog, NotebookLog
+from coursenb.chapters import select
+
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
+CHAPTER = select(["ch1"])[0]
+NB = CHAPTER.notebook
+HOSTILE = "=HYPERLINK(\"http://evil\") <script>alert(1)</script> L*T"
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:
+    """Chapter 1 released with the prose question, the example class (and one hostile answer) collected, every
+    placed notebook registered in the gradebook as the engine registers it."""
+    from autograder.grades import gradebook
+
+    root = tmp_path_factory.mktemp("manual")
+    course_dir = root / "course"
+    assert cli.main(["release", "--chapters", "ch1", "--course", str(course_dir)]) == 0
+    assert cli.main(["example-class", "--chapters", "ch1", "--add-prose-question", "--zip", str(root / "class.zip"),
+                     "--course", str(course_dir)]) == 0
+    release = nbformat.read(course_dir / "release" / "ch1" / f"{NB}.ipynb", as_version=4)
+    for cell in release.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == example_class.PROSE_ID:
+            cell.source = HOSTILE
+    with zipfile.ZipFile(root / "class.zip", "a") as zf:
+        zf.writestr(f"mallory_666_1_{NB}.ipynb", nbformat.writes(release))
+    assert cli.main(["collect", str(root / "class.zip"), "--course", str(course_dir)]) == 0
+    with gradebook(course_dir) as gb:
+        for folder in sorted((course_dir / "submitted").glob("*/ch1")):
+            gb.add_submission("ch1", folder.parent.name)
+    return course_dir
+
+
+def copy(course_dir: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "course"
+    shutil.copytree(course_dir, dest)
+    text = (course_dir / "nbgrader_config.py").read_text().replace(str(course_dir.resolve()), str(dest.resolve()))
+    (dest / "nbgrader_config.py").write_text(text)
+    return dest
+
+
+def rows_of(path: Path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+# ----------------------------------------------------------------------------- manual grading
+
+
+def test_the_prose_question_is_a_manual_cell_of_the_release(collected) -> None:
+    qs = manual.questions(collected)
+    assert [(q.assignment, q.grade_id, q.points) for q in qs] == [("ch1", example_class.PROSE_ID, 2.0)]
+    assert "In your own words" in qs[0].prompt and "YOUR ANSWER HERE" in qs[0].stub
+
+
+def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected, tmp_path) -> None:
+    from autograder import grades
+    from autograder.grades import gradebook
+
+    course_dir = copy(collected, tmp_path)
+    assert cli.main(["manual", "export", "--course", str(course_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"{example_class.PROSE_ID}" in out and "manual import" in out
+    exported = course_dir / "manual" / "manual_grades.csv"
+    rows = {r["student"]: r for r in rows_of(exported)}
+    assert rows["edsger"]["responded"] == "no" and (rows["edsger"]["score"], rows["edsger"]["comment"]) == \
+        ("0", manual.NO_RESPONSE)
+    assert rows["barbara"]["answer"].startswith("The sums: a layer costs L*T")
+    assert rows["mallory"]["answer"].startswith("'=HYPERLINK")  # no formula in the instructor's spreadsheet
+    page = (course_dir / "manual" / f"ch1_{example_class.PROSE_ID}.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; L*T" in page
+    assert "L*(log T + log J) with a tree, so the *reductions*" in page and "In your own words" in page
+    filled = tmp_path / "filled.csv"
+    assert example_class.grade_prose(exported, filled) > 5
+    assert cli.main(["manual", "import", str(filled), "--course", str(course_dir)]) == 0
+    with gradebook(course_dir) as gb:  # nbgrader's own rows, as its formgrader reads them
+        barbara = gb.find_grade(example_class.PROSE_ID, NB, "ch1", "barbara")
+        assert (barbara.manual_score, barbara.needs_manual_grade, barbara.score) == (2.0, False, 2.0)
+        assert gb.find_comment(example_class.PROSE_ID, NB, "ch1", "alan").manual_comment.startswith("Which operation")
+        assert gb.find_grade(example_class.PROSE_ID, NB, "ch1", "alan").manual_score == 1.0
+        assert gb.find_grade(example_class.PROSE_ID, NB, "ch1", "edsger").manual_score == 0.0
+    cls = grades.load(course_dir)
+    alan = next(c for c in cls.cells if (c.student, c.grade_id) == ("alan", example_class.PROSE_ID))
+    assert alan.manual and alan.score == 1.0 and alan.comment.startswith("Which operation")
+    # exporting again keeps what was imported
+    manual.export(course_dir, course_dir / "manual2")
+    again = {r["student"]: r for r in rows_of(course_dir / "manual2" / "manual_grades.csv")}
+    assert again["barbara"]["score"] == "2" and again["alan"]["comment"].startswith("Which operation")
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda r: r.update(score="3"), "not between 0 and 2"),
+    (lambda r: r.update(score="two"), "not a number"),
+    (lambda r: r.update(student="nobody"), "submitted by 'nobody'"),
+    (lambda r: r.update(grade_id="test_self_attention"), "no manually graded cell 'test_self_attention'"),
+    (lambda r: r.update(answer_sha256="0" * 16), "the answer changed since the export"),
+])
+def test_a_bad_row_imports_nothing(capsys, collected, tmp_path, edit, words) -> None:
+    from autograder.grades import gradebook
+
+    course_dir = copy(collected, tmp_path)
+    path, _, _ = manual.export(course_dir, tmp_path / "m")
+    rows = rows_of(path)
+    for r in rows:
+        r["score"] = r["score"] or "1"
+    edit(rows[3])
+    with (tmp_path / "bad.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cli.main(["manual", "import", str(tmp_path / "bad.csv"), "--course", str(course_dir)]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was imported" in err and words in err and "line 5" in err
+    with gradebook(course_dir) as gb:
+        assert gb.find_grade(example_class.PROSE_ID, NB, "ch1", rows[0]["student"]).manual_score is None
+
+
+def test_import_duplicates_and_missing_columns_are_refused(collected, tmp_path) -> None:
+    course_dir = copy(collected, tmp_path)
+    path, _, _ = manual.export(course_dir, tmp_path / "m")
+    rows = rows_of(path)
+    (tmp_path / "dup.csv").write_text(path.read_text() + path.read_text().split("\n", 1)[1])
+    with pytest.raises(manual.ManualError, match="the same answer as line"):
+        manual.import_scores(course_dir, tmp_path / "dup.csv")
+    (tmp_path / "cols.csv").write_text("student,score\nada,1\n")
+    with pytest.raises(manual.ManualError, match="no column assignment"):
+        manual.import_scores(course_dir, tmp_path / "cols.csv")
+    assert rows
+
+
+# ----------------------------------------------------------------------------- similarity
+
+
+def test_similarity_ranks_the_copied_pair_first(capsys, collected) -> None:
+    assert cli.main(["similarity", "--course", str(collected)]) == 0
+    out = capsys.readouterr().out
+    first = next(line for line in out.splitlines() if line.startswith("ch1") and line.split()[1] == "1")
+    assert sorted(first.split()[2:4]) == ["hedy", "tim"]
+    page = (collected / "similarity" / "index.html").read_text()
+    assert "<mark>" in page and "<script" not in page
+    assert page.index("hedy") < page.index("alan")
+
+
+def test_own_code_leaves_out_the_release(collected) -> None:
+    release = nbformat.read(collected / "release" / "ch1" / f"{NB}.ipynb", as_version=4)
+    assert similarity.own_code(release, release) == ""  # the untouched release: nothing of the student's
+    works = {w.student: w for w in similarity.collect_work(collected, "ch1")}
+    assert "edsger" not in works
+    assert "def self_attention" not in works["ada"].code  # the signature is the release's
+    assert "_check_inputs" in works["hedy"].code and "validate" in works["tim"].code
+
+
+def test_common_code_is_not_evidence() -> None:
+    shared = "def f(x):\n    total = 0\n    for item in x:\n        total = total + item * item\n    return total\n"
+    own = "def g(values):\n    seen = {}\n    for k, v in enumerate(values):\n        seen[v] = seen.get(v, []) + [k]\n" \
+          "    return sorted(seen.items(), key=lambda kv: -len(kv[1]))\n"
+    works = [similarity.Work(s, "ch1", shared + (own if s in ("p", "q") else "")) for s in "abcdefpq"]
+    pairs = similarity.compare(works)
+    assert (pairs[0].a, pairs[0].b) == ("p", "q") and len(pairs) == 1  # everyone shares `f`: only p-q remain
+    escaped = similarity._highlighted("a</pre><script>x</script>", [[0], [5]])
+    assert "<script>" not in escaped and escaped.startswith("<mark>a&lt;/pr</mark>")
+
+
+# ----------------------------------------------------------------------------- the grading log keeps every grading
+
+
+def test_a_regrade_keeps_the_earlier_logs(tmp_path) -> None:
+    def log(score: float, when: str) -> NotebookLog:
+        return NotebookLog("ada", "ch1", NB, "sha", "src", when, (CellLog("test_a", score, 4.0, "why"),))
+
+    gradinglog.write(tmp_path, log(1.0, "2025-02-01T10:00:00Z"))
+    gradinglog.write(tmp_path, log(3.0, "2025-02-02T10:00:00Z"))
+    gradinglog.write(tmp_path, log(4.0, "2025-02-03T10:00:00Z"))
+    assert gradinglog.read(tmp_path, NB).score == 4.0
+    assert [h.score for h in gradinglog.history(tmp_path, NB)] == [1.0, 3.0]
+    assert [lg.score for lg in gradinglog.read_all(tmp_path.parent.parent)] in ([], [4.0])
+    assert course.ROOT.exists()

@@ -1,0 +1,190 @@
+"""The student's side: the release zip, the kit's packaging, and `python -m attnlab.validate`.
+
+The slow test does what a new student does on a clean laptop, from the zip the instructor
+uploads (`autograder release`): unzip, make a fresh virtual environment, install the kit with
+the README's one command, and run a chapter's visible tests with `attnlab.validate`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli
+from coursenb import cells
+from coursenb.chapters import ROOT, select
+from publish import audit, leaks
+
+KIT = ROOT / "attnlab"
+CHAPTER = "ch3"  # the chapter the clean install runs: tensors, a symbolic equation, a plot; no training
+INSTALL = "pip install ./attnlab --extra-index-url https://download.pytorch.org/whl/cpu"
+
+
+def _bash_blocks(markdown: str) -> list[str]:
+    return [line.strip() for block in re.findall(r"```bash\n(.*?)```", markdown, re.S) for line in block.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+# ---------------------------------------------------------------- fast: packaging and the zip
+
+
+def test_the_kit_packages_every_subpackage() -> None:
+    meta = tomllib.loads((KIT / "pyproject.toml").read_text())
+    listed = set(meta["tool"]["setuptools"]["packages"])
+    found = {"attnlab" + ("." + ".".join(p.parent.relative_to(KIT).parts) if p.parent != KIT else "")
+             for p in KIT.rglob("__init__.py") if not {"build", "__pycache__"} & set(p.parts)}
+    assert listed == found, f"attnlab/pyproject.toml lists {sorted(listed)}, the folder has {sorted(found)}"
+    deps = " ".join(meta["project"]["dependencies"])
+    for needed in ("torch==2.13.0", "tqdm", "jupyterlab", "ipywidgets", "nbclient", "ipykernel", "sympy", "matplotlib"):
+        assert needed in deps, f"the kit does not install {needed}"
+
+
+def test_the_readme_and_the_students_page_give_the_same_commands() -> None:
+    readme = _bash_blocks((KIT / "README.md").read_text())
+    page = _bash_blocks((ROOT / "front" / "students.md").read_text())
+    assert INSTALL in readme and "python -m attnlab.validate ch1_parallel_time.ipynb" in readme
+    assert readme == page, "attnlab/README.md (the zip's README) and front/students.md must give the same commands"
+
+
+@pytest.fixture
+def notebook(tmp_path: Path) -> Path:
+    nb = cells.release(select([CHAPTER])[0].read())
+    path = tmp_path / f"{select([CHAPTER])[0].notebook}.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_the_release_zip_ships_notebooks_the_kit_source_and_a_readme(notebook: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(KIT, root / "attnlab", ignore=shutil.ignore_patterns("__pycache__"))
+    for stray in ("build/lib/attnlab/grading.py", "attnlab.egg-info/SOURCES.txt", ".ipynb_checkpoints/x.py"):
+        (root / "attnlab" / stray).parent.mkdir(parents=True, exist_ok=True)  # what pip and Jupyter leave behind
+        (root / "attnlab" / stray).write_text("x = 1\n")
+    monkeypatch.setattr(cli.course, "ROOT", root)
+    first = cli.write_release_zip([notebook], tmp_path / "a.zip")
+    with zipfile.ZipFile(first) as zf:
+        names = set(zf.namelist())
+        readme = zf.read("README.md").decode()
+    assert notebook.name in names and "README.md" in names
+    assert {f"attnlab/{rel}" for rel in cli.kit_files(KIT)} == names - {notebook.name, "README.md"}
+    assert {"attnlab/pyproject.toml", "attnlab/README.md", "attnlab/validate.py"} <= names
+    assert not [n for n in names if "egg-info" in n or "/build/" in n or n.endswith(".pyc")]
+    assert INSTALL in readme and f"python -m attnlab.validate {notebook.name}" in readme
+    assert f"jupyter lab {notebook.name}" in readme and "ch1_parallel_time" not in readme
+    second = cli.write_release_zip([notebook], tmp_path / "b.zip")
+    assert first.read_bytes() == second.read_bytes(), "the same release gives the same bytes"
+
+
+def test_the_kit_holds_no_solution() -> None:
+    """No solution line, worked solution or solution einsum of any chapter is in the kit as shipped (the
+    kit defines `hidden_check` and documents its one-line call: hidden-test lines are left out)."""
+    text = audit.kit_text()
+    sources = {c.assignment: c.read() for c in select()}
+    for chapter, source in sources.items():
+        shown = [s for s in audit.secrets(source, public="", hidden=False) if s in text]
+        assert not shown, f"the kit holds {chapter}'s solution lines: {shown[:5]}"
+    kit = [doc for rel in cli.kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
+    secret_calls = {c for ch, nb in sources.items() for s in leaks.solutions_of(nb, ch) for c in s.calls
+                    if c.startswith("einsum")}
+    used = set().union(*(leaks.call_signatures(d.text) for d in kit if d.kind == "code"))
+    assert not secret_calls & used, f"the kit computes what a solution computes: {sorted(secret_calls & used)}"
+
+
+# ---------------------------------------------------------------- slow: validate, and a clean install
+
+
+def _run(cmd: list[str], cwd: Path, timeout: int = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.slow
+def test_validate_reports_tests_stubs_and_failing_cells(tmp_path: Path) -> None:
+    def meta(**kw) -> dict:
+        return {"nbgrader": {"schema_version": 3, "grade": False, "locked": False, "solution": False, **kw}}
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+                                  metadata=meta(solution=True, grade_id="f")),
+        nbformat.v4.new_code_cell("assert f(1) == 2, 'f(1) should be 2'", metadata=meta(grade=True, locked=True,
+                                                                                        points=2, grade_id="test_f")),
+        nbformat.v4.new_code_cell("import os\nassert os.environ['NBGRADER_EXECUTION'] == 'validate'",
+                                  metadata=meta(grade=True, locked=True, points=1, grade_id="test_as_graded")),
+        nbformat.v4.new_code_cell("1 / 0"),
+    ])
+    path = tmp_path / "ch9_demo.ipynb"
+    nbformat.write(nb, str(path))
+    before = path.read_bytes()
+    result = _run([sys.executable, "-m", "attnlab.validate", str(path)], tmp_path, timeout=900)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert re.search(r"TODO\s+f: still raises NotImplementedError", out), out
+    assert re.search(r"FAIL\s+test_f \(2 points\): NotImplementedError", out), out
+    assert re.search(r"PASS\s+test_as_graded \(1 point\)", out), "long demos are skipped, as when graded: " + out
+    assert re.search(r"ERROR\s+cell 4: ZeroDivisionError", out), out
+    assert "1 of 2 pass (1 of 3 points)" in out and "Not ready" in out
+    assert path.read_bytes() == before, "validate never writes to the student's notebook"
+    assert _run([sys.executable, "-m", "attnlab.validate", str(tmp_path / "nope.ipynb")], tmp_path).returncode == 2
+
+
+def _filled(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The release notebook with every stub replaced by the source's answer (a student who solved it all)."""
+    answers = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in source.cells if cells.is_solution(c)}
+    nb = nbformat.from_dict(release)
+    for cell in nb.cells:
+        if cells.is_solution(cell):
+            cell.source = answers[cells.grade_id(cell)]
+    return nb
+
+
+@pytest.mark.slow
+def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -> None:
+    """A student's first hour, from the zip `autograder release` writes, in a fresh virtual environment.
+
+    torch==2.13.0 is installed first: this machine cannot reach download.pytorch.org, and pip takes
+    the CPU wheel from local disk (pip's configured find-links, /opt/wheels here). Then the kit
+    with the README's command minus `--extra-index-url` (that index only serves torch, installed
+    already), and the chapter's visible tests through `python -m attnlab.validate`: the untouched
+    release reports its stubs and is not ready; with the stubs filled in every visible test passes.
+    """
+    course_dir = tmp_path / "course"
+    assert cli.main(["release", "--chapters", CHAPTER, "--course", str(course_dir)]) == 0
+    student = tmp_path / "student"
+    with zipfile.ZipFile(course_dir / "release.zip") as zf:
+        zf.extractall(student)
+    readme = (student / "README.md").read_text()
+    assert INSTALL in readme
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    base = getattr(sys, "_base_executable", sys.executable)
+    assert _run([base, "-m", "venv", ".venv"], student, env=env).returncode == 0
+    py, pip = student / ".venv/bin/python", [str(student / ".venv/bin/python"), "-m", "pip", "install", "-q"]
+    steps = [pip + ["torch==2.13.0"], pip + INSTALL.removeprefix("pip install ").split()[:1]]
+    for step in steps:
+        done = _run(step, student, env=env)
+        assert done.returncode == 0, f"{' '.join(step)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    version = _run([str(py), "-c", "import torch, attnlab.validate; print(torch.__version__)"], student, env=env)
+    assert version.stdout.strip().startswith("2.13.0"), version.stdout + version.stderr
+    alone = _run([str(py), "-c", "import autograder"], student, env=env)
+    assert alone.returncode != 0, "the student's environment has no grader"
+
+    chapter = select([CHAPTER])[0]
+    release = student / f"{chapter.notebook}.ipynb"
+    untouched = _run([str(py), "-m", "attnlab.validate", release.name], student, env=env)
+    assert untouched.returncode == 1 and "TODO" in untouched.stdout and "Not ready" in untouched.stdout, \
+        untouched.stdout + untouched.stderr
+    nb = _filled(nbformat.read(str(release), as_version=4), chapter.read())
+    nbformat.write(nb, str(release))
+    solved = _run([str(py), "-m", "attnlab.validate", release.name], student, env=env)
+    tests = [c for c in nb.cells if cells.is_test(c)]
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert len(re.findall(r"^\s+PASS\s", solved.stdout, re.M)) == len(tests) > 0, solved.stdout
+    assert "Ready to submit" in solved.stdout
