@@ -11,7 +11,7 @@ from tests.adversarial.scan import SCANNER
 SA, TR = "test_self_attention", "test_transformer"
 ALL = "all"
 AFTER_SA = (TR, "test_parallel_time_serial", "test_parallel_time_log", "test_softmax_time",
-            "test_softmax_time_practice", "test_layer_time_practice")
+            "test_softmax_time_practice", "test_layer_time", "test_layer_time_practice")
 
 
 def _edit_test(nb, ctx):
@@ -150,8 +150,8 @@ ATTACKS = [
            "sys.exit is an exception in the cell"),
     Attack("os_exit", "parallel_time_log", "import os\nos._exit(0)\n{ref}", ("test_parallel_time_log",),
            "exited with code 0", "the process dies: only that cell is lost"),
-    Attack("kill_self", "layer_time_practice", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n{ref}",
-           ("test_layer_time_practice",), "SIGKILL", "the process dies: only that cell is lost"),
+    Attack("kill_self", "layer_time", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n{ref}",
+           ("test_layer_time", "test_layer_time_practice"), "SIGKILL", "the process dies: only that cell is lost"),
     Attack("pipe_garbage", "parallel_time_serial", '''
         {ref}
         import os
