@@ -133,6 +133,26 @@ def test_nbgraders_partial_credit_rule_never_raises(data: dict) -> None:
     assert score == 0.0 and ("could not be read as a grade" in reason or "not a finite" in reason)
 
 
+@pytest.mark.parametrize("kind", ["markdown", "code"])
+def test_an_untouched_manual_answer_scores_0_no_response(kind: str) -> None:
+    from nbgrader.utils import compute_checksum
+
+    new = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+    cell = new("YOUR ANSWER HERE")
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "prose", "locked": False, "points": 2,
+                                 "schema_version": 3, "solution": True}
+    release = compute_checksum(cell)
+    never = lambda name, blobs: (False, "")  # noqa: E731 - a manual answer has no hidden checks
+    untouched = scoring.score_cell(cell, {"status": "ok"}, [], never, None, release)
+    assert (untouched.score, untouched.reason) == (0.0, "no response")
+    cell.metadata.nbgrader["checksum"] = "forged"  # the submission's own checksum is not trusted
+    assert scoring.score_cell(cell, {"status": "ok"}, [], never, None, release).score == 0.0
+    cell.source = "Sums wait for all their inputs."
+    cell.metadata.nbgrader["checksum"] = compute_checksum(cell)  # nor can it make an answer look untouched
+    answered = scoring.score_cell(cell, {"status": "ok"}, [], never, None, release)
+    assert (answered.score, answered.reason) == (None, "needs manual grading")
+
+
 # ---- seccomp ------------------------------------------------------------------------------------
 
 def test_the_seccomp_program_is_well_formed() -> None:

@@ -61,7 +61,7 @@ def unrun(job: Job, src: Source) -> Assessed:
 
 
 def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limits: Limits,
-           ignore: str | None) -> Assessed:
+           ignore: str | None, src: Source | None = None) -> Assessed:
     """Score a notebook from its result frame (see module doc)."""
     nb = job.restored.nb
     raw = header.get("cells") if isinstance(header.get("cells"), list) else []
@@ -93,12 +93,13 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
         return decided.get((name, digest(outs)), (False, "the result was not judged"))
 
     scored, incidents = [], []
+    release = src.release if src is not None else {}
     for p, idx in enumerate(job.code):
         cell, rec = nb.cells[idx], records[p]
         gid = cells.grade_id(cell)
         if gid and cells.is_graded(cell):
             try:
-                scored.append(scoring.score_cell(cell, rec, reports[p], verdict, ignore))
+                scored.append(scoring.score_cell(cell, rec, reports[p], verdict, ignore, release.get(gid)))
             except Exception as exc:  # noqa: BLE001 - this cell scores 0 with the reason; the others stand
                 why = f"the grader could not score this cell ({type(exc).__name__}: {str(exc)[:300]})"
                 cell.outputs.append(scoring.error_output("GradingError", why))
@@ -111,4 +112,8 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
             err = next((o for o in cell.outputs if o.output_type == "error"), None)
             incidents.append(Incident(idx, gid, "error",
                                       f"raised {err.ename}: {err.evalue}"[:500] if err else "raised an error"))
+    for cell in nb.cells:  # manually graded answers in markdown: nothing ran, nbgrader's rule decides
+        gid = cells.grade_id(cell)
+        if gid and cell.cell_type != "code" and cells.is_graded(cell):
+            scored.append(scoring.score_cell(cell, {"status": "ok"}, [], verdict, ignore, release.get(gid)))
     return Assessed(nb, scored, incidents, sum(r["seconds"] for r in records))

@@ -34,6 +34,7 @@ class Source:
     sha256: str | None
     points: dict[str, float]
     checks: list[str]
+    release: dict[str, str] = field(default_factory=dict)  # {grade_id: checksum} of the released answers
 
 
 @dataclass

@@ -16,8 +16,7 @@ class Recorder:
     """Writes each notebook's results; keeps the per-notebook statistics of the run."""
 
     def __init__(self) -> None:
-        self.checksums: dict[tuple[str, str], dict[str, str]] = {}
-        self.cell_ids: dict[tuple[str, str], dict[str, str]] = {}
+        self.cell_ids: dict[tuple[str, str], tuple[dict[str, str], dict[str, str]]] = {}
         self.stats: list[dict] = []
 
     def log(self, job: Job, src: Source, done: Assessed, header: dict) -> NotebookLog:
@@ -37,29 +36,22 @@ class Recorder:
             grading_time=time.perf_counter() - job.started,
             sandbox={str(k)[:64]: str(v)[:2000] for k, v in list(sandbox.items())[:32]})
 
-    def write(self, gb, job: Job, done: Assessed, log: NotebookLog) -> tuple[float, float]:
+    def write(self, gb, job: Job, done: Assessed, log: NotebookLog, src: Source) -> tuple[float, float]:
         """Autograded notebook and log (atomically), then the gradebook (one commit); (write, gradebook) seconds."""
         t0 = time.perf_counter()
         store.write_outputs(job.sub, nbmod.for_feedback(done.nb, copy_first=False), log)
         t1 = time.perf_counter()
         scores = {c.grade_id: c.score for c in done.scored}
-        store.record_grades(gb, job.sub, scores, self._responded(gb, job, done), self.cell_ids)
+        store.record_grades(gb, job.sub, scores, self._responded(job, done, src), self.cell_ids)
         return t1 - t0, time.perf_counter() - t1
 
-    def _responded(self, gb, job: Job, done: Assessed) -> dict[str, bool]:
+    def _responded(self, job: Job, done: Assessed, src: Source) -> dict[str, bool]:
         """Per solution cell: did the student change the release stub? (nbgrader's "No response.")"""
         from nbgrader.utils import compute_checksum
 
-        key = (job.sub.assignment, job.sub.notebook)
-        if key not in self.checksums:
-            try:
-                stored_nb = gb.find_notebook(job.sub.notebook, job.sub.assignment)
-                self.checksums[key] = {c.name: c.checksum for c in stored_nb.source_cells}
-            except Exception:  # noqa: BLE001 - comments are a courtesy
-                self.checksums[key] = {}
         present = {cells.grade_id(c): c for c in done.nb.cells if cells.grade_id(c)}
         out = {}
-        for gid, checksum in self.checksums[key].items():
+        for gid, checksum in src.release.items():
             cell = present.get(gid)
             if cell is not None and cells.is_solution(cell):
                 out[gid] = job.problem is None and compute_checksum(cell) != checksum

@@ -67,6 +67,7 @@ class Engine:
                     self.preparer.source(sub)
                 for (assignment, notebook), src in self.preparer.sources.items():
                     _require_same_cells(gb, assignment, notebook, set(src.points))
+                    src.release = store.release_checksums(gb, assignment, notebook)
                 names = list(dict.fromkeys(n for src in self.preparer.sources.values() for n in src.checks))
                 problems = self.judge.selfcheck(self.seed, names)
                 if problems:
@@ -157,7 +158,7 @@ class Engine:
             done = assess.unrun(job, src)
         else:
             try:
-                done = assess.assess(job, header, blobs, self.judge, self.limits, self.cfg.ignore_pattern)
+                done = assess.assess(job, header, blobs, self.judge, self.limits, self.cfg.ignore_pattern, src)
             except Exception as exc:  # noqa: BLE001 - one notebook's disaster never stops the run
                 job.problem = f"the grader could not score this notebook ({type(exc).__name__}: {str(exc)[:300]})"
                 done = assess.unrun(job, src)
@@ -165,7 +166,7 @@ class Engine:
             self.sandbox = dict(header["sandbox"])
         t1 = time.perf_counter()
         log = self.recorder.log(job, src, done, header)
-        write_s, gradebook_s = self.recorder.write(gb, job, done, log)
+        write_s, gradebook_s = self.recorder.write(gb, job, done, log, src)
         worker_s = header.get("seconds") if type(header.get("seconds")) in (int, float) else 0.0
         ready_s = header.get("ready_seconds") if type(header.get("ready_seconds")) in (int, float) else 0.0
         for name, value in (("judge", t1 - t0), ("write", write_s), ("gradebook", gradebook_s),

@@ -165,13 +165,23 @@ Verdicts = Callable[[str, list[bytes]], tuple[bool, str]]
 
 
 def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[bytes]]], verdict: Verdicts,
-               ignore: str | None) -> CellScore:
-    """Score one graded cell whose outputs are already in place; appends the failure as an error output."""
+               ignore: str | None, release: str | None = None) -> CellScore:
+    """Score one graded cell whose outputs are already in place; appends the failure as an error output.
+
+    `release` is the checksum of the released cell (from the gradebook): a manually graded answer
+    whose checksum is unchanged scores 0, "no response" (nbgrader's rule), else waits for a person.
+    """
     meta = cell.metadata.nbgrader
     gid, points = meta["grade_id"], float(meta.get("points", 0))
     status, seconds = record.get("status", "skipped"), float(record.get("seconds") or 0.0)
     if not is_test(cell):  # a manually graded answer: nbgrader's rule (None, or 0 if unchanged)
-        score, _ = stock_grade(cell, ignore)
+        answer = copy.deepcopy(cell)
+        answer.metadata.nbgrader.pop("checksum", None)  # only the release's checksum is trusted
+        if release:
+            answer.metadata.nbgrader["checksum"] = release
+        from nbgrader.utils import determine_grade
+
+        score, _ = determine_grade(answer)
         return CellScore(gid, score, points, "needs manual grading" if score is None else "no response", [], status, seconds)
     if status in ("killed", "skipped"):
         reason = str(record.get("reason") or status)
