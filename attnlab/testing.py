@@ -68,7 +68,8 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
     that the equations are right: the hidden test does. With `operands`, an einsum spec over those
     tensors is accepted for the one tensor in `defines` (`"hkj,tj->htk / sqrt(K)"`).
     `functions`: functions the question declares, by the sizes of their vectors (`{"CELL": "J,K,U -> J"}`,
-    called as `CELL(z[:], V[:], e[:])`).
+    called as `CELL(z[:], V[:], e[:])`), or None to leave its sizes unchecked where they are part of the
+    answer (`{"CELL": None}`).
     """
     from attnlab.equations import EquationError, check, parse_answer, spec
 
@@ -78,7 +79,7 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
     names |= {s for text in inputs.values() if isinstance(s := spec(text).values, str)} | set(sizes)
     try:
         equations = parse_answer(answer, operands, next(iter(defines)) if operands and len(defines) == 1 else None)
-        check(equations, inputs, defines, sizes=names | {a.strip() for f in (functions or {}).values()
+        check(equations, inputs, defines, sizes=names | {a.strip() for f in (functions or {}).values() if f
                                                          for a in f.replace("->", ",").split(",") if a.strip()},
               functions=functions)
     except EquationError as exc:

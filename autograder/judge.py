@@ -16,7 +16,7 @@ import torch
 from attnlab.grading import RECORD, Outcome, run_trials, split_record_request
 from attnlab.wire import Received
 from autograder.checks import CHECKS, AnswerCheck, FunctionCheck
-from autograder.checks.base import Check, EquationCheck, ValueCheck
+from autograder.checks.base import BehaviourCheck, Check, EquationCheck, ValueCheck
 
 SEED_ENV = "ATTNLAB_SEED"  # fixes the local judge's seed (to reproduce a failure)
 
@@ -56,6 +56,12 @@ def reference_outcomes(name: str, trials: Sequence[tuple]) -> list[Outcome]:
     return [Outcome(value=check.reference(*args)) for args in trials]
 
 
+def sent(name: str, trials: Sequence[tuple]) -> list[tuple]:
+    """What the student's function is called on: the trials without the parts only the judge sees."""
+    check = _lookup(name)
+    return [check.public(t) for t in trials] if isinstance(check, BehaviourCheck) else list(trials)
+
+
 def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
     """Decide check `name` from the student's outcomes on `trials`."""
     check = _lookup(name)
@@ -65,6 +71,8 @@ def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Ve
         return _judge_equations(check, outcomes)
     if len(outcomes) != len(trials):
         return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+    if isinstance(check, BehaviourCheck):
+        return _judge_behaviour(check, trials, outcomes)
     for i, (trial, outcome) in enumerate(zip(trials, outcomes)):
         args, _ = split_record_request(tuple(trial))
         where = f"on trial {i + 1} of {len(trials)} ({describe(args)})"
@@ -84,7 +92,7 @@ def local_check(name: str, answer: object) -> None:
     seed; AssertionError with the reason if it fails. Used by nbval, stock nbgrader, an instructor's Jupyter."""
     seed = int(os.environ.get(SEED_ENV) or secrets.randbits(31))
     trials = make_trials(name, seed) if callable(answer) else []
-    verdict = judge(name, trials, run_trials(answer, trials))
+    verdict = judge(name, trials, run_trials(answer, sent(name, trials)))
     if not verdict.passed:
         raise AssertionError(f"{verdict.message} [check {name}, seed {seed}]")
 
@@ -94,6 +102,15 @@ def _lookup(name: str) -> Check:
         return CHECKS[name]
     except KeyError:
         raise KeyError(f"no hidden check named {name!r}") from None
+
+
+def _judge_behaviour(check: BehaviourCheck, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
+    for i, (args, outcome) in enumerate(zip(trials, outcomes)):
+        if outcome.error is not None:
+            where = f"on trial {i + 1} of {len(trials)} ({describe(check.public(args))})"
+            return Verdict(False, f"your function raised {outcome.error} {where}")
+    problem = check.verify(trials, [o.value for o in outcomes])
+    return Verdict(problem is None, problem or f"all {len(trials)} trials behave as asked")
 
 
 def _judge_answer(check: AnswerCheck, outcomes: Sequence[Outcome]) -> Verdict:

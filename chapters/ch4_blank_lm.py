@@ -2,51 +2,52 @@
 # # Chapter 4. Blank language modeling
 #
 # BERT learns language by filling in blanks: take a sentence, hide one word, and predict
-# it from the words on **both** sides. This chapter writes down that objective, builds the
-# prediction of seed 002's Problem 1 from a bidirectional RNN, and trains it, together with
-# a small Transformer, on sentences from a probabilistic grammar whose best possible loss is
-# known exactly, so we can see how close training gets.
+# it from the words on **both** sides. This chapter writes down that objective, asks you to
+# design the prediction of seed 002's Problem 1 from a bidirectional RNN, and trains your
+# design, together with a small Transformer, on sentences from a probabilistic grammar whose
+# best possible loss is known exactly, so we can see how close training gets.
 #
 # You will
 #
-# * implement `blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd)`, the scores of every
-#   word of the vocabulary for the blank at every position, from the forward state just
-#   before the blank and the backward state just after it;
-# * train a bidirectional-RNN blank language model built on it, and a BERT-style
-#   Transformer built on Chapter 1's layer, and compare both with the Bayes-optimal
-#   cross-entropy.
+# * design `BlankHead`, a distribution over the vocabulary for the blank at position $t$,
+#   computed from the forward state just before the blank, the backward state just after
+#   it and the word vectors, with parameters of your own choosing;
+# * train a bidirectional-GRU blank language model built on your head, and compare it, and a
+#   BERT-style Transformer, with the Bayes-optimal cross-entropy.
+#
+# Your head is graded by what it does, not by its formula: many designs are right.
 #
 # The problem restates seed 002 (TTIC 31230 2020, Problem 1) in this book's notation.
 
 # %% [markdown]
 # ## Notation
 #
+# The part of the book's table (front matter, *Notation*) this chapter uses, and the seed's
+# letters for the same things:
+#
 # | book | meaning | seed 002 P1 |
 # |---|---|---|
-# | $w_1, \dots, w_T$; $t \in \{1, \dots, T\}$ | a sentence of $T$ words, the blank's position | same |
-# | $w < V$ | a word of the vocabulary (an integer id); $V$ words | $w$; the set $W$ |
-# | $E[w, i]$, $i < I$ | word vectors (one row per word) | $e[w, J]$ in the question, $e[W, I]$ and $e[w_t, I]$ in the answer |
-# | $\overrightarrow{h}[t, j]$, $j < J$ | forward state: has read $w_1, \dots, w_t$ | $\vec h[t, J]$ |
-# | $\overleftarrow{h}[t, j]$, $j < J$ | backward state: has read $w_T, \dots, w_t$ | $\tilde h[t, J]$ |
-# | $\overrightarrow{W}[i, j]$, $\overleftarrow{W}[i, j]$ | the two read-out matrices (`W_fwd`, `W_bwd`) | $\vec W[I, J]$, $\tilde W[I, J]$ |
-# | $\text{logit}[t, w]$ | the score of word $w$ for the blank at $t$ | (inside the softmax) |
+# | $w_1, \dots, w_T$; $t \in \{1, \dots, T\}$ | a sentence of $T$ words; the blank's position | same |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$; $w \in \mathcal V$ | the vocabulary, its size; a word (an integer id) | the capital $W$ in $e[W, I]$ |
+# | $E[w, u]$, $u < U$ | word vectors, one row per word; $U$ is free (need not be $J$) | $e[w, J]$ in the question, then $e[W, I]$ |
+# | $\overrightarrow{z}[t, j]$, $j < J$ | forward state: has read $w_1, \dots, w_t$ | $\vec h[t, J]$ |
+# | $\overleftarrow{z}[t, j]$, $j < J$ | backward state: has read $w_T, \dots, w_t$ | $\tilde h[t, J]$ |
+# | $P(w_t = w \mid \text{rest})$ | the model's probability that the blank is $w$ | $P_\Phi(w_t \mid w_1, \dots, w_{t-1}, w_{t+1}, \dots, w_T)$ |
 #
 # **Errata.**
 #
-# * $\tilde h$ and $\tilde W$ are the seed's $\overleftarrow{h}$ and $\overleftarrow{W}$: the
-#   left arrow over the letter was turned into a tilde when the seed was converted to
-#   text. Nothing in the problem is "tilde-ed"; the book writes the arrows.
+# * $\tilde h$ is the seed's $\overleftarrow{h}$: the left arrow over the letter was turned
+#   into a tilde when the seed was converted to text. Nothing in the problem is
+#   "tilde-ed"; the book writes the arrows (and $z$ for a recurrent state, since $h$ is the
+#   book's head index).
 # * The question first gives word vectors as $e[w, J]$ and then says not to assume their
-#   dimension is $J$, writing $e[W, I]$: the word vectors have their own dimension $I$,
-#   which need not be $J$. The capital $W$ in $e[W, I]$ stands for the whole vocabulary (the
-#   matrix of all word vectors), not for a word; the book writes the matrix $E[w, i]$ with
-#   $w < V$, $i < I$.
-# * The seed's answer writes $\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$,
-#   using $w_t$ both for the true word and for the candidate the softmax ranges over. The
-#   book names the candidate $w$ and writes the probability of the event $w_t = w$.
+#   dimension is $J$, writing $e[W, I]$: the word vectors have their own dimension, $U$ in
+#   this book, which need not be $J$. The capital $W$ in $e[W, I]$ stands for the whole
+#   vocabulary (the matrix of all word vectors), not for a word; the book writes the matrix
+#   $E[w, u]$ with $w \in \mathcal V$, $u < U$.
 # * The seed uses $\vec h[t-1]$ and $\tilde h[t+1]$ without saying what they are at $t = 1$
-#   and $t = T$, where $\vec h[0]$ and $\tilde h[T+1]$ do not come from any word.
-#   Section 4.2 defines these boundary states.
+#   and $t = T$, where $\overrightarrow{z}[0]$ and $\overleftarrow{z}[T+1]$ do not come from
+#   any word. Section 4.2 defines these boundary states.
 
 # %%
 import math
@@ -63,11 +64,13 @@ from tqdm.auto import tqdm
 from attnlab.data import grammar
 from attnlab.data.grammar import BOS, EOS, GRAMMAR, MASK, PAD
 from attnlab.grading import is_grading
-from attnlab.testing import expect_close, expect_like, expect_shape
+from attnlab.testing import Explained, expect_close, expect_like, expect_shape
 
-# Two threads, the budget this chapter is written for. PASSIVE: idle threads sleep instead of
-# spinning; on a busy shared machine spinning threads make small models ~30x slower.
-torch.set_num_threads(2)
+# Two threads, the budget this chapter is written for (the grader chooses its own). PASSIVE: idle
+# threads sleep instead of spinning; on a busy shared machine spinning threads make small models
+# ~30x slower.
+if not is_grading():
+    torch.set_num_threads(2)
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
 
@@ -109,23 +112,24 @@ print("active device:", device)
 #
 # a forward pass for the first factor, a backward pass for the last. Averaging
 # $-\ln P(w_t \mid \text{rest})$ over the held-out sentences and their positions gives the
-# **optimum line**: the best blank cross-entropy any model can reach on that set.
+# **optimum line**: the best blank cross-entropy any model can reach on that set. (In this
+# section only, $B$ is the grammar's emission table, not a batch size.)
 
 # %%
 train_set = grammar.sample(20000, seed=0)
 held_out = grammar.sample(2000, seed=1)
-V = len(GRAMMAR.vocab)
+n_words = len(GRAMMAR.vocab)  # |V|
 for n in range(6):
     print(f"{grammar.TOPICS[held_out.topics[n]]:>8}:  {GRAMMAR.text(held_out, n)}")
 print(f"\n{len(train_set)} training and {len(held_out)} held-out sentences, "
-      f"{int(held_out.lengths.min())} to {int(held_out.lengths.max())} words, vocabulary V = {V}")
+      f"{int(held_out.lengths.min())} to {int(held_out.lengths.max())} words, vocabulary |V| = {n_words}")
 print("ids of the first held-out sentence (<bos> w_1 .. w_T <eos> <pad> ...):", held_out.ids[0].tolist())
 
 start = time.perf_counter()
 OPTIMUM = GRAMMAR.blank_optimum(held_out)
 print(f"\nBayes-optimal blank cross-entropy on the held-out set: {OPTIMUM:.4f} nats "
       f"(computed exactly in {time.perf_counter() - start:.2f} s)")
-print(f"for comparison, ln V = {math.log(V):.3f} nats (a uniform guess)")
+print(f"for comparison, ln |V| = {math.log(n_words):.3f} nats (a uniform guess)")
 
 
 # %% [markdown]
@@ -159,133 +163,158 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 # reads left to right, the backward one right to left:
 #
 # $$
-# \overrightarrow{h}[t] = \text{RNN}_{\to}\big(\overrightarrow{h}[t-1],\ E[w_t]\big),
+# \overrightarrow{z}[t] = \text{RNN}_{\to}\big(\overrightarrow{z}[t-1],\ E[w_t]\big),
 # \qquad
-# \overleftarrow{h}[t] = \text{RNN}_{\leftarrow}\big(\overleftarrow{h}[t+1],\ E[w_t]\big),
+# \overleftarrow{z}[t] = \text{RNN}_{\leftarrow}\big(\overleftarrow{z}[t+1],\ E[w_t]\big),
 # $$
 #
-# so $\overrightarrow{h}[t, j]$ has read $w_1, \dots, w_t$ and $\overleftarrow{h}[t, j]$ has
-# read $w_T, \dots, w_t$. Both have $J$ coordinates; the word vectors $E[w, i]$ have $I$,
+# so $\overrightarrow{z}[t, j]$ has read $w_1, \dots, w_t$ and $\overleftarrow{z}[t, j]$ has
+# read $w_T, \dots, w_t$. Both have $J$ coordinates; the word vectors $E[w, u]$ have $U$,
 # which need not be $J$. To predict the blank at $t$ we may not use
-# $\overrightarrow{h}[t]$ or $\overleftarrow{h}[t]$: both have read $w_t$, the answer. The
-# states that have read exactly the rest of the sentence are $\overrightarrow{h}[t-1]$
-# (everything before $t$) and $\overleftarrow{h}[t+1]$ (everything after). With two matrices
-# $\overrightarrow{W}[i, j]$ and $\overleftarrow{W}[i, j]$ mapping them to word-vector space,
-# the score of word $w$ is its word vector's inner product with what both sides predict:
+# $\overrightarrow{z}[t]$ or $\overleftarrow{z}[t]$: both have read $w_t$, the answer. The
+# states that have read exactly the rest of the sentence are $\overrightarrow{z}[t-1]$
+# (everything before $t$) and $\overleftarrow{z}[t+1]$ (everything after).
 #
-# $$
-# \text{logit}[t, w] = \sum_{i, j} E[w, i]\, \overrightarrow{W}[i, j]\, \overrightarrow{h}[t-1, j]
-# \;+\; \sum_{i, j} E[w, i]\, \overleftarrow{W}[i, j]\, \overleftarrow{h}[t+1, j],
-# \qquad
-# P(w_t = w \mid \text{rest}) = \operatorname*{softmax}_{w}\ \text{logit}[t, w].
-# $$
+# **The boundary states.** At $t = 1$ nothing precedes the blank and a prediction from
+# $\overrightarrow{z}[t-1]$ asks for $\overrightarrow{z}[0]$; at $t = T$ it asks for
+# $\overleftarrow{z}[T+1]$. These are the initial states of the two RNNs, and they stand for
+# "nothing before" and "nothing after". They can be zero vectors, or learned vectors. This
+# chapter's model gets learned ones for free: every sentence is stored as `<bos>`
+# $w_1 \dots w_T$ `<eos>`, the forward RNN starts (from zero) on `<bos>` and the backward
+# one on `<eos>`, so $\overrightarrow{z}[0]$ is the state after reading `<bos>`, the same
+# learned vector for every sentence, and $\overleftarrow{z}[T+1]$ the state after `<eos>`. A
+# bonus: position $t$ of the array `ids` is then exactly the seed's $t$ (`ids[0]` is
+# `<bos>`, `ids[t]` is $w_t$, `ids[T+1]` is `<eos>`).
 #
-# **The boundary states.** At $t = 1$ nothing precedes the blank and the formula asks for
-# $\overrightarrow{h}[0]$; at $t = T$ it asks for $\overleftarrow{h}[T+1]$. These are the
-# initial states of the two RNNs, and they stand for "nothing before" and "nothing after".
-# They can be zero vectors (then at $t = 1$ only the backward half speaks), or learned
-# vectors. This chapter's model gets learned ones for free: every sentence is stored as
-# `<bos>` $w_1 \dots w_T$ `<eos>`, the forward RNN starts (from zero) on `<bos>` and the
-# backward one on `<eos>`, so $\overrightarrow{h}[0]$ is the state after reading `<bos>`, the
-# same learned vector for every sentence, and $\overleftarrow{h}[T+1]$ the state after
-# `<eos>`. A bonus: position $t$ of the array `ids` is then exactly the seed's $t$ (`ids[0]`
-# is `<bos>`, `ids[t]` is $w_t$, `ids[T+1]` is `<eos>`).
+# **Problem 4.1 (seed 002 P1).** Give a definition of $P(w_t = w \mid w_1, \dots, w_{t-1},
+# w_{t+1}, \dots, w_T)$ for every word $w \in \mathcal V$, as a function of the two vectors
+# $\overrightarrow{z}[t-1, j]$ and $\overleftarrow{z}[t+1, j]$ and of the word vectors
+# $E[w, u]$. The two states have the same dimension $J$; make no assumption about the
+# dimension $U$ of the word vectors. You may introduce whatever parameter tensors you want.
 #
-# **Problem 4.1.** Implement `blank_logits`. Its inputs are already shifted by the caller:
-# row $t$ of `h_fwd_prev` is $\overrightarrow{h}[t-1]$ and row $t$ of `h_bwd_next` is
-# $\overleftarrow{h}[t+1]$ (boundary states included), so row $t$ of the output uses row $t$
-# of each input. Return the logits, not probabilities (the cross-entropy takes logits). Work
-# on the inputs' device and dtype.
+# Write your definition as a PyTorch module, `BlankHead`, with exactly this interface:
+#
+# * `BlankHead(J, U)` creates your parameters (any number, any shapes built from $J$ and
+#   $U$), drawn with torch's own random functions (`torch.randn`, `nn.Linear`, ...), scaled
+#   so that training can start (as in the rest of the book, by $1/\sqrt{\text{fan-in}}$);
+# * `head(z_fwd_prev, z_bwd_next, E)` takes `z_fwd_prev` $[N, J]$ (row $n$:
+#   $\overrightarrow{z}[t-1]$ for blank $n$), `z_bwd_next` $[N, J]$ (row $n$:
+#   $\overleftarrow{z}[t+1]$ for the same blank) and `E` $[\lvert\mathcal V\rvert, U]$, and
+#   returns $\ln P(w_t = w \mid \text{rest})$ as a tensor $[N, \lvert\mathcal V\rvert]$, on the
+#   inputs' device and dtype. The caller has already picked the states before and after each
+#   blank, boundary states included.
+#
+# It earns its points in two parts:
+#
+# * **(a, b)** `test_blank_head`: a fresh head on states and word vectors drawn by the
+#   grader returns a **log-distribution**: every row's probabilities sum to 1, for any
+#   vocabulary size $\lvert\mathcal V\rvert$ (the grader tries from 1 to 300 words). It
+#   reads **only the allowed inputs**: row $n$ depends on row $n$ of the two states and on the
+#   word vectors, and it knows a word only through its vector, so renaming the words
+#   (permuting the rows of `E`) permutes the columns of its output in the same way.
+# * **(c)** `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
+#   $U = 32$) for 300 steps of 64 sentences, by `fit_blank_lm` below, it must predict
+#   held-out blanks within **0.10 nats** of the Bayes optimum. The grader draws its own
+#   training and held-out sentences from the grammar, renames the words by a secret
+#   permutation of their ids, hides each held-out blank behind `<mask>` (the model never
+#   sees the word it predicts), and computes your model's cross-entropy and the optimum on
+#   the same blanks itself, from the probabilities your model returns.
 
-# %% nbgrader={"grade": false, "grade_id": "blank_logits", "locked": false, "schema_version": 3, "solution": true}
-def blank_logits(h_fwd_prev: torch.Tensor, h_bwd_next: torch.Tensor, E: torch.Tensor,
-                 W_fwd: torch.Tensor, W_bwd: torch.Tensor) -> torch.Tensor:
-    """Scores of every word for the blank at every position.
+# %% nbgrader={"grade": false, "grade_id": "blank_head", "locked": false, "schema_version": 3, "solution": true}
+class BlankHead(nn.Module):
+    """ln P(w_t = w | rest) for N blanks, from the states before and after each blank and the word vectors."""
 
-    h_fwd_prev[T, J]: row t is the forward state before the blank;
-    h_bwd_next[T, J]: row t is the backward state after it; E[V, I] word vectors;
-    W_fwd[I, J], W_bwd[I, J] -> logits[T, V].
-    """
-    ### BEGIN SOLUTION
-    return (torch.einsum("wi,ij,tj->tw", E, W_fwd, h_fwd_prev)
-            + torch.einsum("wi,ij,tj->tw", E, W_bwd, h_bwd_next))
-    ### END SOLUTION
+    def __init__(self, J: int, U: int) -> None:
+        """J: dimension of the two states; U: dimension of the word vectors."""
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+        self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+        ### END SOLUTION
+
+    def forward(self, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+        """z_fwd_prev[N, J], z_bwd_next[N, J], E[|V|, U] -> ln P[N, |V|] (each row: a distribution over the words)."""
+        ### BEGIN SOLUTION
+        scores = (torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev)
+                  + torch.einsum("wu,uj,nj->nw", E, self.W_bwd, z_bwd_next))
+        return torch.log_softmax(scores, dim=-1)
+        ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test_blank_logits", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+# %% [markdown]
+# The grader builds a fresh head the same way as this helper does, and calls it on inputs of
+# its own:
+
+# %%
+def head_outputs(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,
+                 E: torch.Tensor) -> torch.Tensor:
+    """A fresh BlankHead(J, U), its parameters drawn from `seed`, on these inputs -> ln P[N, |V|]."""
+    torch.manual_seed(seed)
+    head = BlankHead(J, U).to(dtype=E.dtype, device=E.device).eval()
+    return head(z_fwd_prev, z_bwd_next, E)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_blank_head", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Visible tests: properties every right answer has, never a particular formula.
 g = torch.Generator().manual_seed(0)
-T, J, V_, I = 5, 6, 7, 3  # I != J: the word vectors have their own dimension
-h_fwd_prev = torch.randn(T, J, generator=g, dtype=torch.float64)
-h_bwd_next = torch.randn(T, J, generator=g, dtype=torch.float64)
-E = torch.randn(V_, I, generator=g, dtype=torch.float64)
-W_fwd = torch.randn(I, J, generator=g, dtype=torch.float64)
-W_bwd = torch.randn(I, J, generator=g, dtype=torch.float64)
-out = blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd)
-expect_shape(out, (T, V_), "blank_logits(h[5,6], h[5,6], E[7,3], W[3,6], W[3,6])",
-             hint="One row per position t, one column per word w of the vocabulary.")
-expect_like(out, E, "blank_logits on float64 inputs")
-expect_like(blank_logits(h_fwd_prev.float(), h_bwd_next.float(), E.float(), W_fwd.float(), W_bwd.float()),
-            E.float(), "blank_logits on float32 inputs")
+N, J, U = 5, 6, 3  # U != J: the word vectors have their own dimension
+z_fwd_prev = torch.randn(N, J, generator=g, dtype=torch.float64)
+z_bwd_next = torch.randn(N, J, generator=g, dtype=torch.float64)
+E = torch.randn(7, U, generator=g, dtype=torch.float64)
+out = head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E)
+expect_shape(out, (N, 7), "BlankHead(6, 3) on 5 blanks and 7 words",
+             hint="One row per blank n, one column per word w of the vocabulary E holds.")
+expect_like(out, E, "BlankHead on float64 inputs")
+expect_like(head_outputs(J, U, 0, z_fwd_prev.float(), z_bwd_next.float(), E.float()), E.float(),
+            "BlankHead on float32 inputs")
 
-# By hand: V = 2 words with E = [[1], [-1]] (I = 1), J = 1, W_fwd = [[2]], W_bwd = [[0.5]].
-# Row 0: 2*1 + 0.5*0 = 2 -> logits [2, -2].  Row 1: 2*0 + 0.5*(-2) = -1 -> logits [-1, 1].
-E1 = torch.tensor([[1.0], [-1.0]], dtype=torch.float64)
-got = blank_logits(torch.tensor([[1.0], [0.0]], dtype=torch.float64), torch.tensor([[0.0], [-2.0]], dtype=torch.float64),
-                   E1, torch.tensor([[2.0]], dtype=torch.float64), torch.tensor([[0.5]], dtype=torch.float64))
-expect_close(got, torch.tensor([[2.0, -2.0], [-1.0, 1.0]], dtype=torch.float64), "blank_logits on the hand example",
-             hint="logit[t, w] = E[w] . (W_fwd h_fwd_prev[t]) + E[w] . (W_bwd h_bwd_next[t]); return logits, "
-                  "not a softmax.")
+# Log-probabilities: exp of every row sums to 1 (over the words, not over the blanks).
+expect_close(out.exp().sum(dim=1), torch.ones(N, dtype=torch.float64), "the probabilities of each row, summed over the words",
+             hint="Return ln P: torch.log_softmax(scores, dim=-1) over the words (the last axis). Raw scores, "
+                  "probabilities (softmax without the log), or a softmax over the blanks (dim 0) all fail here.")
 
-# Each direction goes through its own matrix: with h_bwd_next = 0 only W_fwd may matter.
-zero = torch.zeros_like(h_bwd_next)
-expect_close(blank_logits(h_fwd_prev, zero, E, W_fwd, torch.randn(I, J, generator=g, dtype=torch.float64)),
-             blank_logits(h_fwd_prev, zero, E, W_fwd, W_bwd), "blank_logits with h_bwd_next = 0",
-             hint="W_bwd must multiply h_bwd_next only, and W_fwd h_fwd_prev only.")
-expect_close(blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd),
-             blank_logits(h_fwd_prev, zero, E, W_fwd, W_bwd) + blank_logits(zero, h_bwd_next, E, W_fwd, W_bwd),
-             "blank_logits(forward part) + blank_logits(backward part)",
-             hint="The logits are the SUM of a forward term and a backward term.")
+# Any vocabulary size: the head was never told |V|.
+for size in (1, 2, 52, 300):
+    E_other = torch.randn(size, U, generator=g, dtype=torch.float64)
+    other = head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E_other)
+    expect_shape(other, (N, size), f"BlankHead on a vocabulary of {size} words",
+                 hint="Score every row of E: no layer with a fixed number of words (like nn.Linear(., 52)).")
+    expect_close(other.exp().sum(dim=1), torch.ones(N, dtype=torch.float64),
+                 f"the probabilities of each row, {size} words", hint="Normalise over the words given.")
 
-# Row t uses row t of each input and nothing else: permuting the rows permutes the output.
-perm = torch.tensor([2, 4, 0, 1, 3])
-expect_close(blank_logits(h_fwd_prev[perm], h_bwd_next[perm], E, W_fwd, W_bwd), out[perm],
-             "blank_logits on permuted rows",
-             hint="The caller already shifted the states: do not shift them again inside blank_logits.")
+# A word is known only by its vector: renaming the words (permuting the rows of E) permutes the columns.
+words = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+expect_close(head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E[words]), out[:, words],
+             "BlankHead with the rows of E permuted",
+             hint="The score of word w may depend on w only through its vector E[w]: no parameter with one "
+                  "entry per word id, no position of w in the vocabulary.")
+
+# Blank n is predicted from row n of each state and nothing else: reordering the blanks reorders the rows.
+rows = torch.tensor([2, 4, 0, 1, 3])
+expect_close(head_outputs(J, U, 0, z_fwd_prev[rows], z_bwd_next[rows], E), out[rows],
+             "BlankHead with the blanks reordered",
+             hint="Row n of the output may use row n of z_fwd_prev and of z_bwd_next only: no mixing of blanks "
+                  "(a softmax or a mean over dim 0, a shift of the rows).")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
-hidden_check("ch4.blank_logits", blank_logits)
+hidden_check("ch4.blank_head", head_outputs)
 ### END HIDDEN TESTS
 
-# %% [markdown] tags=["solutions-only"]
-# ### Worked solution
-#
-# The two sums are contractions over $i$ and $j$; `torch.einsum` writes them with the
-# equation's letters, `"wi,ij,tj->tw"`, once with $(\overrightarrow{W}, \overrightarrow{h})$
-# and once with $(\overleftarrow{W}, \overleftarrow{h})$. Equivalently, in matrix form,
-# $\text{logit} = \overrightarrow{h}_{\text{prev}} \overrightarrow{W}^\top E^\top +
-# \overleftarrow{h}_{\text{next}} \overleftarrow{W}^\top E^\top$: both states are mapped into
-# word-vector space ($I$ coordinates) and compared with every word vector. This is the
-# seed's answer, one of "various acceptable solutions": any function of
-# $\overrightarrow{h}[t-1]$ and $\overleftarrow{h}[t+1]$ ending in a softmax over the
-# vocabulary is a valid model, as long as it never sees $w_t$. Note the scores are bilinear
-# in the word vectors and the states: the vocabulary's $V$ logits live in a space of
-# dimension at most $I$, which is what lets $I$ be much smaller than $V$ in practice.
-
 # %% [markdown]
-# ## 4.3 A bidirectional-RNN blank language model
+# ## 4.3 A bidirectional-GRU blank language model with your head
 #
-# The model: word vectors $E[w, i]$ (shared by the input and the output, as in the seed,
+# The model: word vectors $E[w, u]$ (shared by the input and the output, as in the seed,
 # where each word has *one* vector), a forward GRU and a backward GRU with $J$ coordinates,
-# the shift, and your `blank_logits`. Sentences in a batch have different lengths, so the
-# backward GRU must start at each sentence's own `<eos>`: we reverse each sentence within
-# its length, run the GRU left to right, and reverse its states back.
+# the shift, and your head. Sentences in a batch have different lengths, so the backward
+# GRU must start at each sentence's own `<eos>`: we reverse each sentence within its
+# length, run the GRU left to right, and reverse its states back.
 #
 # With `ids` holding `<bos>` $w_1..w_T$ `<eos>` at positions $0..T+1$, the forward states
-# $\overrightarrow{h}[0..T+1]$ and backward states $\overleftarrow{h}[0..T+1]$, the shift is
-# two slices: the rows for $t = 1..T$ are `h_fwd[:, 0:T]` ($\overrightarrow{h}[t-1]$) and
-# `h_bwd[:, 2:T+2]` ($\overleftarrow{h}[t+1]$). A batch is flattened to $B \cdot T$ rows for
-# `blank_logits`, since every row is computed on its own.
+# $\overrightarrow{z}[0..T+1]$ and backward states $\overleftarrow{z}[0..T+1]$, the shift is
+# two slices: the rows for $t = 1..T$ are `z_fwd[:, 0:T]` ($\overrightarrow{z}[t-1]$) and
+# `z_bwd[:, 2:T+2]` ($\overleftarrow{z}[t+1]$). A batch is flattened to $B \cdot T$ rows for
+# the head, since every blank is predicted on its own.
 
 # %%
 def reverse_within(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
@@ -295,36 +324,43 @@ def reverse_within(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     return x.gather(1, index.view(*index.shape, *[1] * (x.dim() - 2)).expand_as(x))
 
 
-class BiRNNBlankLM(nn.Module):
-    """Word vectors E[V, I], forward and backward GRUs with J coordinates, read out by blank_logits."""
+class BlankLM(nn.Module):
+    """Word vectors E[|V|, U], forward and backward GRUs with J coordinates, read out by a BlankHead."""
 
-    def __init__(self, V: int, I: int = 32, J: int = 64) -> None:
+    def __init__(self, n_words: int, U: int = 32, J: int = 64) -> None:
         super().__init__()
-        self.E = nn.Parameter(0.1 * torch.randn(V, I))
-        self.rnn_fwd = nn.GRU(I, J, batch_first=True)
-        self.rnn_bwd = nn.GRU(I, J, batch_first=True)
-        self.W_fwd = nn.Parameter(torch.randn(I, J) / J**0.5)
-        self.W_bwd = nn.Parameter(torch.randn(I, J) / J**0.5)
+        self.E = nn.Parameter(0.1 * torch.randn(n_words, U))
+        self.gru_fwd = nn.GRU(U, J, batch_first=True)
+        self.gru_bwd = nn.GRU(U, J, batch_first=True)
+        self.head = BlankHead(J, U)
+
+    def states(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids[B, T+2] (<bos> w_1..w_T <eos> <pad>..), lengths[B] -> z_fwd, z_bwd [B, T+2, J]."""
+        x = F.embedding(ids, self.E)
+        n = lengths + 2  # tokens per sentence, <bos> and <eos> included
+        z_fwd = self.gru_fwd(x)[0]  # z_fwd[:, t] has read ids[:, 0..t]
+        z_bwd = reverse_within(self.gru_bwd(reverse_within(x, n))[0], n)  # z_bwd[:, t] has read ids[:, t..n-1]
+        return z_fwd, z_bwd
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """ids[B, T+2] (<bos> w_1..w_T <eos> <pad>..), lengths[B] -> logits[B, T, V] for the blank at t = 1..T."""
-        x = self.E[ids]
-        n = lengths + 2  # tokens per sentence, <bos> and <eos> included
-        h_fwd = self.rnn_fwd(x)[0]  # h_fwd[:, t] has read ids[:, 0..t]
-        h_bwd = reverse_within(self.rnn_bwd(reverse_within(x, n))[0], n)  # h_bwd[:, t] has read ids[:, t..n-1]
-        B, T = ids.shape[0], ids.shape[1] - 2
-        h_fwd_prev, h_bwd_next = h_fwd[:, 0:T], h_bwd[:, 2:T + 2]  # the shift: rows t = 1..T
-        J = h_fwd.shape[-1]
-        logits = blank_logits(h_fwd_prev.reshape(B * T, J), h_bwd_next.reshape(B * T, J),
-                              self.E, self.W_fwd, self.W_bwd)
-        return logits.view(B, T, -1)
+        """ids[B, T+2], lengths[B] -> ln P[B, T, |V|] for the blank at every t = 1..T."""
+        z_fwd, z_bwd = self.states(ids, lengths)
+        B, T, J = ids.shape[0], ids.shape[1] - 2, z_fwd.shape[-1]
+        z_fwd_prev, z_bwd_next = z_fwd[:, 0:T], z_bwd[:, 2:T + 2]  # the shift: rows t = 1..T
+        return self.head(z_fwd_prev.reshape(B * T, J), z_bwd_next.reshape(B * T, J), self.E).view(B, T, -1)
+
+    def blanks(self, ids: torch.Tensor, lengths: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """ids[B, T+2], lengths[B], one blank t[b] per sentence -> ln P[B, |V|] for those blanks."""
+        z_fwd, z_bwd = self.states(ids, lengths)
+        rows = torch.arange(len(ids), device=ids.device)
+        return self.head(z_fwd[rows, t - 1], z_bwd[rows, t + 1], self.E)
 
 
-def blank_cross_entropy(logits: torch.Tensor, batch: grammar.Sentences) -> torch.Tensor:
+def blank_cross_entropy(log_p: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Mean over sentences of the mean over t of -ln P(w_t | rest): the objective, t uniform per sentence."""
-    w = batch.words().to(logits.device)
-    nll = F.cross_entropy(logits.transpose(1, 2), w, reduction="none") * (w != PAD)
-    return (nll.sum(1) / batch.lengths.to(logits.device)).mean()
+    w = ids[:, 1:-1].masked_fill(ids[:, 1:-1] == EOS, PAD)  # the words w_1..w_T, padding after
+    nll = F.cross_entropy(log_p.transpose(1, 2), w, reduction="none") * (w != PAD)  # renormalises log_p
+    return (nll.sum(1) / lengths).mean()
 
 
 # %% [markdown]
@@ -333,24 +369,165 @@ def blank_cross_entropy(logits: torch.Tensor, batch: grammar.Sentences) -> torch
 
 # %%
 torch.manual_seed(0)
-probe = BiRNNBlankLM(V).to(device)
+probe = BlankLM(n_words).to(device)
 batch = held_out[:4]
-ids = batch.ids.to(device)
+ids, lengths = batch.ids.to(device), batch.lengths.to(device)
 with torch.no_grad():
-    before = probe(ids, batch.lengths.to(device))
+    before = probe(ids, lengths)
     t = 2
     changed = ids.clone()
     changed[:, t] = GRAMMAR.word_id["quickly"]  # overwrite w_t
-    after = probe(changed, batch.lengths.to(device))
+    after = probe(changed, lengths)
 print("row t changed by replacing w_t:      ", (after[:, t - 1] - before[:, t - 1]).abs().max().item())
 print("other rows changed by replacing w_t: ", (after - before).abs().max().item())
 assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank's own word leaks into its prediction"
 
 
 # %% [markdown]
-# Training: Adam with a one-cycle learning-rate schedule, batches of 128 sentences drawn
-# with a seeded generator. Every 100 steps we record the mean training loss of those steps
-# and the held-out blank cross-entropy. The same loop trains the Transformer below.
+# **Training, as the grader runs it.** `fit_blank_lm` trains a fresh `BlankLM` on the
+# sentences it is given (AdamW, a one-cycle learning-rate schedule, `steps` batches of 64
+# sentences, every position of a sentence a blank), then returns $\ln P$ for one blank per
+# held-out sentence, where the blank's word has been replaced by `<mask>`. The loss applies a
+# log-softmax to what your head returns, so training works even before your head normalises;
+# the grader too renormalises each returned row before it computes the cross-entropy, and
+# checks the normalisation itself in part (a, b).
+#
+# `blank_queries` makes such held-out blanks from sentences whose words you know, here the
+# chapter's own held-out set, so you can measure what the grader measures.
+
+# %%
+def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids: torch.Tensor,
+                 query_lengths: torch.Tensor, query_t: torch.Tensor, n_words: int, steps: int,
+                 seed: int) -> torch.Tensor:
+    """Train BlankLM(n_words) for `steps` batches of 64 training sentences; -> ln P[Q, |V|] for blank
+    query_t[q] of query sentence q (whose word there is hidden)."""
+    with torch.enable_grad():  # the grader calls this under torch.no_grad()
+        torch.manual_seed(seed)
+        g = torch.Generator().manual_seed(seed)
+        model = BlankLM(n_words).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=steps, pct_start=0.1)
+        model.train()
+        for _ in range(steps):
+            b = torch.randint(len(train_ids), (64,), generator=g)
+            lengths = train_lengths[b]
+            ids = train_ids[b, :2 + int(lengths.max())].to(device)
+            loss = blank_cross_entropy(model(ids, lengths.to(device)), ids, lengths.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            schedule.step()
+    model.eval()
+    with torch.no_grad():
+        return model.blanks(query_ids.to(device), query_lengths.to(device), query_t.to(device)).cpu()
+
+
+def blank_queries(batch: grammar.Sentences, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One blank per sentence, t uniform in 1..T, its word replaced by <mask> -> (ids, lengths, t)."""
+    g = torch.Generator().manual_seed(seed)
+    t = 1 + (torch.rand(len(batch), generator=g) * batch.lengths).long()
+    ids = batch.ids.clone()
+    ids[torch.arange(len(batch)), t] = MASK
+    return ids, batch.lengths, t
+
+
+def held_out_gap(log_p: torch.Tensor, batch: grammar.Sentences, t: torch.Tensor) -> tuple[float, float]:
+    """(the model's expected blank cross-entropy, the Bayes optimum) on blank t[n] of sentence n, in nats:
+    the average over the blanks of sum_w P(w | rest) (-ln P_model(w | rest)), P the exact posterior."""
+    post = GRAMMAR.blank_posteriors(batch)[torch.arange(len(batch)), t - 1]
+    log_q = torch.log_softmax(log_p.double(), dim=1)
+    cross = torch.where(post > 0, -post * log_q, 0.0).sum(1).mean().item()
+    entropy = torch.where(post > 0, -post * post.log(), 0.0).sum(1).mean().item()
+    return cross, entropy
+
+
+# %% [markdown]
+# The held-out score is the *expected* cross-entropy of each blank under its exact posterior,
+# $\sum_w P(w \mid \text{rest})\,(-\ln P_{\text{model}}(w \mid \text{rest}))$, rather than
+# $-\ln P_{\text{model}}$ of the one word that happened to be there: the same number on
+# average, with much less noise, and it needs no hidden word at all. Its excess over the
+# optimum (the entropy of the exact posterior) is the mean Kullback-Leibler divergence from
+# the exact posterior to your model's, never negative.
+
+# %% nbgrader={"grade": true, "grade_id": "test_blank_lm", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["answer-output"]
+# Visible test: what the grader does, on the chapter's own sentences (about a minute on a laptop CPU).
+# The grader skips it and runs the same on sentences of its own (the hidden test).
+if not is_grading():
+    queries = held_out[:400]
+    q_ids, q_lengths, q_t = blank_queries(queries, seed=0)
+    # The first 50 blanks a second time, with another word in the blank: the prediction must not change.
+    other = q_ids[:50].clone()
+    other[torch.arange(50), q_t[:50]] = GRAMMAR.word_id["quickly"]
+    start = time.perf_counter()
+    log_p = fit_blank_lm(train_set.ids[:4000], train_set.lengths[:4000], torch.cat([q_ids, other]),
+                         torch.cat([q_lengths, q_lengths[:50]]), torch.cat([q_t, q_t[:50]]), n_words, steps=300, seed=0)
+    expect_shape(log_p, (450, n_words), "fit_blank_lm on 450 held-out blanks",
+                 hint="One row per held-out blank, one column per word.")
+    if torch.isnan(log_p).any():
+        raise Explained("fit_blank_lm returned NaN: did the training diverge? Check the scale of your parameters.")
+    expect_close(log_p[400:], log_p[:50], "the predictions with another word in the blank",
+                 hint="The model must not read the word it predicts: use the states before and after the blank.")
+    cross, optimum = held_out_gap(log_p[:400], queries, q_t)
+    print(f"held-out blank cross-entropy {cross:.3f} nats, Bayes optimum {optimum:.3f}: {cross - optimum:.3f} above it "
+          f"(the grader allows 0.10); trained in {time.perf_counter() - start:.0f} s")
+    if cross - optimum > 0.10:
+        raise Explained(f"your trained model is {cross - optimum:.3f} nats above the optimum; the grader allows 0.10. "
+                        "Does your head use both states and the word vectors? Are its parameters scaled so training "
+                        "can start (not zero, not huge)?")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch4.blank_lm", fit_blank_lm)
+### END HIDDEN TESTS
+
+# %% [markdown] tags=["solutions-only"]
+# ### Worked solution
+#
+# There are many right answers (the seed says so: "various acceptable solutions"); any
+# function of $\overrightarrow{z}[t-1]$, $\overleftarrow{z}[t+1]$ and the word vectors that
+# ends in a normalisation over the vocabulary, and never sees $w_t$, defines a valid model.
+# The simplest, and the seed's own, takes two parameter matrices
+# $\overrightarrow{W}[u, j]$ and $\overleftarrow{W}[u, j]$ that map the two states into
+# word-vector space and scores every word by its inner product with what both sides
+# predict:
+#
+# $$
+# s[t, w] = \sum_{u, j} E[w, u]\, \overrightarrow{W}[u, j]\, \overrightarrow{z}[t-1, j]
+# \;+\; \sum_{u, j} E[w, u]\, \overleftarrow{W}[u, j]\, \overleftarrow{z}[t+1, j],
+# \qquad
+# P(w_t = w \mid \text{rest}) = \operatorname*{softmax}_{w}\ s[t, w]
+# = \frac{e^{s[t, w]}}{\sum_{w' \in \mathcal V} e^{s[t, w']}} .
+# $$
+#
+# In code the two sums are contractions over $u$ and $j$, `torch.einsum("wu,uj,nj->nw", E,
+# W_fwd, z_fwd_prev)` and the same with the backward pair, followed by
+# `torch.log_softmax(..., dim=-1)`. The scores are bilinear in the word vectors and the
+# states: the $\lvert\mathcal V\rvert$ scores live in a space of dimension at most $U$, which
+# is what lets $U$ be much smaller than $\lvert\mathcal V\rvert$ in practice, and the head
+# works for any vocabulary because it scores the rows of $E$ it is given.
+#
+# Other answers that pass: one matrix applied to the concatenation
+# $[\overrightarrow{z}[t-1]; \overleftarrow{z}[t+1]]$ (the same model, written with
+# $\overrightarrow{W}$ and $\overleftarrow{W}$ side by side); a small perceptron on the two
+# states followed by the inner product with $E[w]$; a bilinear form
+# $\sum E[w,u]\,A[u,j,j']\,\overrightarrow{z}[t-1,j]\,\overleftarrow{z}[t+1,j']$ plus the two
+# linear terms. What fails: a head that reads one side only (it cannot see the
+# agreement of the verb with a subject on the other side, and stays far above the optimum),
+# an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores
+# the word vectors), and raw scores instead of log-probabilities (part (a, b) only).
+#
+# **Erratum in the seed's solution.** It writes
+# $\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$, using $w_t$
+# both for the true word and for the candidate the softmax ranges over. Above, the
+# candidate is $w$, and the formula is the probability of the event $w_t = w$.
+
+# %% [markdown]
+# ## 4.4 Learning curves of your model
+#
+# The same model trained longer, on all 20,000 training sentences with batches of 128 for
+# 800 steps, with the held-out blank cross-entropy (every position of every held-out
+# sentence) recorded every 100 steps against the optimum line. The same loop trains the
+# Transformer of the next section. (Run it once your head passes its tests.)
 
 # %%
 def train(model: nn.Module, batch_loss, held_out_loss, steps: int, lr: float, name: str,
@@ -387,92 +564,82 @@ def train(model: nn.Module, batch_loss, held_out_loss, steps: int, lr: float, na
 
 def rnn_batch_loss(model: nn.Module, batch: grammar.Sentences, g: torch.Generator) -> torch.Tensor:
     """The blank loss at every position at once (the states before and after each blank)."""
-    return blank_cross_entropy(model(batch.ids.to(device), batch.lengths.to(device)), batch)
+    ids, lengths = batch.ids.to(device), batch.lengths.to(device)
+    return blank_cross_entropy(model(ids, lengths), ids, lengths)
 
 
 def rnn_held_out_loss(model: nn.Module, batch: grammar.Sentences) -> float:
     return rnn_batch_loss(model, batch, None).item()
 
 
+def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
+    """Training and held-out curves against the optimum line."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (name, c), color in zip(curves.items(), ("C0", "C1")):
+        ax.plot(c["step"], c["train"], "--", color=color, label=f"{name}, training batches")
+        ax.plot(c["step"], c["held_out"], "o-", color=color, label=f"{name}, held-out")
+    ax.axhline(OPTIMUM, color="k", lw=1, label=f"Bayes optimum {OPTIMUM:.3f}")
+    ax.axhline(OPTIMUM + 0.10, color="k", lw=1, ls=":", label="optimum + 0.10 nats")
+    ax.set_ylim(OPTIMUM - 0.1, OPTIMUM + 0.9)
+    ax.set_xlabel("training step (batches of 128 sentences)")
+    ax.set_ylabel("blank cross-entropy (nats)")
+    ax.set_title(title)
+    ax.legend(fontsize=9)
+    plt.show()
+    for name, c in curves.items():
+        print(f"{name:>18}: held-out {c['held_out'][-1]:.4f}, {c['held_out'][-1] - OPTIMUM:.4f} nats above the "
+              f"optimum, trained in {c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)")
+
+
+# %% tags=["answer-output"]
 curves = {}
 if not is_grading():
     torch.manual_seed(0)
-    rnn = BiRNNBlankLM(V).to(device)
+    rnn = BlankLM(n_words).to(device)
     curves["bidirectional GRU"] = train(rnn, rnn_batch_loss, rnn_held_out_loss, steps=800, lr=1e-2,
                                         name="bidirectional GRU")
-    c = curves["bidirectional GRU"]
-    print(f"bidirectional GRU: held-out {c['held_out'][-1]:.4f} nats, optimum {OPTIMUM:.4f}, "
-          f"gap {100 * (c['held_out'][-1] / OPTIMUM - 1):.1f}% after {c['step'][-1]} steps, "
-          f"{c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)")
+    plot_curves(curves, "Your head on a bidirectional GRU")
 
 
 # %% [markdown]
-# ## 4.4 A Transformer blank language model
+# The dashed training curves are the mean loss over the preceding 100 steps, so early on
+# they lag behind the held-out points, which are measured after those steps.
+#
+# ## 4.5 A Transformer blank language model
 #
 # BERT does the same job with self-attention instead of recurrence. The blank is not left
 # out of the input: it is replaced by a special word `<mask>`, and since attention has no
 # notion of order (Chapter 1: permuting the rows permutes the output), a learned
-# **position embedding** $P[t, j]$ is added to every word vector. Each layer is Chapter 1's
-# self-attention, run on a batch of sentences, with three additions that every practical
-# Transformer has: a residual connection and layer normalisation around the attention, and a
-# small two-layer perceptron after it. The attention may not look at padding, so the scores
-# of `<pad>` keys are set to $-\infty$ before the softmax. The output at the `<mask>`
-# position, mapped to $V$ logits, predicts the blank.
+# **position vector** is added to every word vector. The layers here are PyTorch's own
+# (`nn.TransformerEncoderLayer`: multi-head self-attention with $H = 4$ heads of
+# $K = I = 16$ coordinates on $J = 64$, with the additions every practical Transformer has: a
+# residual connection and layer normalisation around the attention, and a small two-layer
+# perceptron after it). The attention may not look at padding, so `<pad>` keys are masked
+# out before the softmax. The output at the `<mask>` position, mapped to
+# $\lvert\mathcal V\rvert$ scores, predicts the blank.
 #
 # Training uses one blank per sentence (position drawn uniformly), exactly the seed's
 # objective; the held-out loss blanks every position of every sentence in turn.
 
 # %%
-def batched_self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor,
-                           keep: torch.Tensor) -> torch.Tensor:
-    """Chapter 1's layer on a batch: M[B,T,J], WQ/WK[H,K,J], WV[H,I,J], keep[B,T] (False: padding) -> [B,T,H*I]."""
-    K = WQ.shape[1]
-    Query = torch.einsum("hkj,btj->bhtk", WQ, M)
-    Key = torch.einsum("hkj,btj->bhtk", WK, M)
-    Value = torch.einsum("hij,btj->bhti", WV, M)
-    s = torch.einsum("bhtk,bhsk->bhts", Query, Key) / math.sqrt(K)  # s = t', the key position
-    s = s.masked_fill(~keep[:, None, None, :], float("-inf"))
-    alpha = torch.softmax(s, dim=-1)
-    out = torch.einsum("bhts,bhsi->bthi", alpha, Value)
-    return out.reshape(M.shape[0], M.shape[1], -1)  # heads concatenated, head 0 first
-
-
-class Block(nn.Module):
-    """Pre-norm Transformer block: M + attention(LN(M)), then + MLP(LN(M))."""
-
-    def __init__(self, J: int, H: int, K: int, hidden: int) -> None:
-        super().__init__()
-        I = J // H
-        self.WQ = nn.Parameter(torch.randn(H, K, J) / J**0.5)
-        self.WK = nn.Parameter(torch.randn(H, K, J) / J**0.5)
-        self.WV = nn.Parameter(torch.randn(H, I, J) / J**0.5)
-        self.WO = nn.Linear(H * I, J)
-        self.norm1, self.norm2 = nn.LayerNorm(J), nn.LayerNorm(J)
-        self.mlp = nn.Sequential(nn.Linear(J, hidden), nn.GELU(), nn.Linear(hidden, J))
-
-    def forward(self, M: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        M = M + self.WO(batched_self_attention(self.norm1(M), self.WQ, self.WK, self.WV, keep))
-        return M + self.mlp(self.norm2(M))
-
-
 class TransformerBlankLM(nn.Module):
-    """BERT-style: word + position embeddings, L blocks, logits read at the <mask> position."""
+    """BERT-style: word + position vectors, L Transformer layers, scores read at the <mask> position."""
 
-    def __init__(self, V: int, J: int = 64, H: int = 4, K: int = 16, L: int = 2, hidden: int = 128,
+    def __init__(self, n_words: int, J: int = 64, H: int = 4, L: int = 2, hidden: int = 128,
                  max_len: int = grammar.MAX_WORDS + 2) -> None:
         super().__init__()
-        self.E = nn.Embedding(V, J)
-        self.P = nn.Parameter(0.1 * torch.randn(max_len, J))
-        self.blocks = nn.ModuleList(Block(J, H, K, hidden) for _ in range(L))
+        self.E = nn.Parameter(0.1 * torch.randn(n_words, J))
+        self.position = nn.Parameter(0.1 * torch.randn(max_len, J))
+        layer = nn.TransformerEncoderLayer(J, H, dim_feedforward=hidden, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.layers = nn.TransformerEncoder(layer, L, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(J)
-        self.out = nn.Linear(J, V)
+        self.out = nn.Linear(J, n_words)
 
     def forward(self, ids: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """ids[B, S] with <mask> at position t[b] of row b -> logits[B, V] for the blank."""
-        M = self.E(ids) + self.P[:ids.shape[1]]
-        keep = ids != PAD
-        for block in self.blocks:
-            M = block(M, keep)
+        """ids[B, S] with <mask> at position t[b] of row b -> scores[B, |V|] for the blank."""
+        M = F.embedding(ids, self.E) + self.position[:ids.shape[1]]
+        M = self.layers(M, src_key_padding_mask=ids == PAD)
         return self.out(self.norm(M[torch.arange(len(ids), device=ids.device), t]))
 
 
@@ -497,68 +664,48 @@ def transformer_held_out_loss(model: nn.Module, batch: grammar.Sentences) -> flo
     for t in range(1, int(batch.lengths.max()) + 1):
         rows = (batch.lengths >= t).nonzero().squeeze(1)
         ids, target = mask_at(batch.ids[rows], torch.full((len(rows),), t))
-        logits = model(ids.to(device), torch.full((len(rows),), t, device=device))
-        total[rows] += F.cross_entropy(logits, target.to(device), reduction="none").cpu()
+        scores = model(ids.to(device), torch.full((len(rows),), t, device=device))
+        total[rows] += F.cross_entropy(scores, target.to(device), reduction="none").cpu()
     return (total / batch.lengths).mean().item()
 
 
+transformer_curves = {}
 if not is_grading():
     torch.manual_seed(0)
-    bert = TransformerBlankLM(V).to(device)
-    curves["Transformer"] = train(bert, transformer_batch_loss, transformer_held_out_loss, steps=800, lr=5e-3,
-                                  name="Transformer")
-    c = curves["Transformer"]
-    print(f"Transformer: held-out {c['held_out'][-1]:.4f} nats, optimum {OPTIMUM:.4f}, "
-          f"gap {100 * (c['held_out'][-1] / OPTIMUM - 1):.1f}% after {c['step'][-1]} steps, "
-          f"{c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)")
+    bert = TransformerBlankLM(n_words).to(device)
+    transformer_curves["Transformer"] = train(bert, transformer_batch_loss, transformer_held_out_loss, steps=800,
+                                              lr=5e-3, name="Transformer")
+    plot_curves(transformer_curves, "A Transformer blank language model")
 
 # %% [markdown]
-# ## 4.5 Side by side
-
-# %%
-if curves:
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for (name, c), color in zip(curves.items(), ("C0", "C1")):
-        ax.plot(c["step"], c["train"], "--", color=color, label=f"{name}, training batches")
-        ax.plot(c["step"], c["held_out"], "o-", color=color, label=f"{name}, held-out")
-    ax.axhline(OPTIMUM, color="k", lw=1, label=f"Bayes optimum {OPTIMUM:.3f}")
-    ax.axhline(1.1 * OPTIMUM, color="k", lw=1, ls=":", label="optimum + 10%")
-    ax.set_ylim(OPTIMUM - 0.1, OPTIMUM + 0.9)
-    ax.set_xlabel("training step (batches of 128 sentences)")
-    ax.set_ylabel("blank cross-entropy (nats)")
-    ax.set_title("Blank language models on the grammar")
-    ax.legend(fontsize=8)
-    plt.show()
-    for name, c in curves.items():
-        print(f"{name:>18}: held-out {c['held_out'][-1]:.4f}, gap to optimum "
-              f"{100 * (c['held_out'][-1] / OPTIMUM - 1):5.2f}%, trained in {c['seconds']:.0f} s")
-
-
-# %% [markdown]
-# The dashed training curves are the mean loss over the preceding 100 steps, so early on
-# they lag behind the held-out points, which are measured after those steps.
+# ## 4.6 Side by side
 #
-# Where does the remaining gap sit? Below, the held-out cross-entropy split by the kind of
-# word that was blanked, for the optimum and for both models (averaged over the blanks of
-# that kind). The optimum itself is far from zero: the grammar draws its words at random
-# within each state, so even a perfect model can only name a distribution. Nouns are the
-# least predictable (any noun of the right number fits, the topic only tilts the choice);
-# the verb's *form* is fixed by the subject's number, its identity is not. The models' excess
-# over the optimum is a small fraction of a nat for every kind of word.
+# Your model and the Transformer on one plot, and where the remaining gap sits: the held-out
+# cross-entropy split by the kind of word that was blanked, for the optimum and for both
+# models (averaged over the blanks of that kind). The optimum itself is far from zero: the
+# grammar draws its words at random within each state, so even a perfect model can only
+# name a distribution. Nouns are the least predictable (any noun of the right number fits,
+# the topic only tilts the choice); the verb's *form* is fixed by the subject's number, its
+# identity is not.
 
-# %%
+# %% tags=["answer-output"]
+if curves and transformer_curves:
+    plot_curves({**curves, **transformer_curves}, "Blank language models on the grammar")
+
+
+# %% tags=["answer-output"]
 def nll_per_position(model: nn.Module, batch: grammar.Sentences) -> torch.Tensor:
     """[N, T] -ln P_model(w_t | rest) (0 past each sentence's end)."""
     with torch.no_grad():
-        if isinstance(model, BiRNNBlankLM):
-            logits = model(batch.ids.to(device), batch.lengths.to(device)).cpu()
-            return F.cross_entropy(logits.transpose(1, 2), batch.words(), reduction="none") * (batch.words() != PAD)
+        if isinstance(model, BlankLM):
+            log_p = model(batch.ids.to(device), batch.lengths.to(device)).cpu()
+            return F.cross_entropy(log_p.transpose(1, 2), batch.words(), reduction="none") * (batch.words() != PAD)
         out = torch.zeros(batch.words().shape)
         for t in range(1, int(batch.lengths.max()) + 1):
             rows = (batch.lengths >= t).nonzero().squeeze(1)
             ids, target = mask_at(batch.ids[rows], torch.full((len(rows),), t))
-            logits = model(ids.to(device), torch.full((len(rows),), t, device=device)).cpu()
-            out[rows, t - 1] = F.cross_entropy(logits, target, reduction="none")
+            scores = model(ids.to(device), torch.full((len(rows),), t, device=device)).cpu()
+            out[rows, t - 1] = F.cross_entropy(scores, target, reduction="none")
         return out
 
 
@@ -570,7 +717,7 @@ KINDS = {
     "preposition": set(grammar.PREPOSITIONS),
     "adverb": set(grammar.ADVERBS),
 }
-if curves:
+if curves and transformer_curves:
     words = held_out.words()
     table = {"optimum": GRAMMAR.blank_nll(held_out).float(), "bidirectional GRU": nll_per_position(rnn, held_out),
              "Transformer": nll_per_position(bert, held_out)}
@@ -582,10 +729,11 @@ if curves:
 
 # %% [markdown]
 # Finally one held-out sentence with its verb blanked: the exact posterior and each model's
-# top guesses. Both models have learned the agreement across the prepositional phrase.
+# top guesses. A model that has learned the agreement across the prepositional phrase
+# offers verbs of the subject's number only.
 
-# %%
-if curves:
+# %% tags=["answer-output"]
+if curves and transformer_curves:
     verbs = torch.tensor([GRAMMAR.word_id[w] for w in KINDS["verb"]])
     preps = torch.tensor([GRAMMAR.word_id[w] for w in KINDS["preposition"]])
     n = next(n for n in range(len(held_out)) if torch.isin(held_out.words()[n], preps).any())
@@ -603,10 +751,12 @@ if curves:
         print(f"{name:>18}: " + ", ".join(f"{GRAMMAR.vocab[w]} {q:.2f}" for q, w in zip(top.values.tolist(), top.indices.tolist())))
 
 # %% [markdown]
-# **What to take away.** Both families approach the optimum on this data; the bidirectional
-# RNN predicts all $T$ blanks of a sentence in one pass (its states before and after each
-# position are shared by all blanks), while the Transformer must be run once per blank,
-# because the blank is part of its input. BERT's answer to that cost is to blank about 15%
-# of the positions at once, which changes the objective slightly: each blank is then
-# predicted from a sentence with other holes in it. The Transformer's advantage, parallel
-# time, is the subject of Chapters 1 and 6: its depth does not grow with $T$, the RNN's does.
+# **What to take away.** Both families can approach the optimum on this data; the
+# bidirectional RNN predicts all $T$ blanks of a sentence in one pass (its states before and
+# after each position are shared by all blanks), while the Transformer must be run once per
+# blank, because the blank is part of its input. BERT's answer to that cost is to blank
+# about 15% of the positions at once, which changes the objective slightly: each blank is
+# then predicted from a sentence with other holes in it. The Transformer's advantage,
+# parallel time, is the subject of Chapters 1 and 6: the RNN's depth grows linearly with $T$,
+# one step per word, while a Transformer layer's grows only through its sums over positions,
+# like $\log T$ when a sum of $N$ terms takes $\log N$ steps.

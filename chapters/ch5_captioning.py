@@ -11,11 +11,11 @@
 # You will
 #
 # * rewrite the translation-with-attention equations for an image feature tensor
-#   $M[x, y, k]$, with one softmax over all image positions $(x, y)$ together;
-# * implement the two pieces that change, `image_attention(h_prev, W_key, M)` and
-#   `attend(alpha, M)`, in PyTorch (on whatever device and dtype the inputs have);
-# * train a small captioner (a CNN encoder and a GRU decoder with your attention) on
-#   rendered scenes of coloured shapes, caption held-out scenes made of object
+#   $M[x, y, k]$, in the book's index notation, the recurrent cell's line included;
+# * implement the glimpse, `image_attention(z_prev, W_att, M)` and `attend(alpha, M)`, in
+#   PyTorch (on whatever device and dtype the inputs have);
+# * train a small captioner (a CNN encoder and a GRU decoder that calls your two functions)
+#   on rendered scenes of coloured shapes, caption held-out scenes made of object
 #   combinations it never saw, and draw where it looked for every word it wrote.
 #
 # The problems restate seed 002 (TTIC 31230 2020, Problem 2) in this book's notation.
@@ -23,39 +23,40 @@
 # %% [markdown]
 # ## Notation
 #
-# | book | meaning | seed 002 P2, translation | seed 002 P2, images (solution) |
-# |---|---|---|---|
-# | $M[t_{\text{in}}, j]$, $t_{\text{in}} < T_{\text{in}}$ | source hidden vectors | $M[t_{\text{in}}, J]$ | |
-# | $M[x, y, k]$, $x < X$, $y < Y$, $k < K$ | image features: one vector per grid cell | | $M[x, y, K]$ |
-# | $h[t, j]$, $j < J$ | decoder state | $h[t, J]$ | $h[t, J]$ |
-# | $e[w, i]$, $i < I$ | word vector of word $w$ | $e[w, I]$ | $e[w, I]$ |
-# | $W_{\text{auto}}[i, j]$ | word-prediction weights | $W^{\text{auto}}[I, J]$ | $W^{\text{auto}}[I, J]$ |
-# | $W_{\text{key}}[j, j']$ (translation), $W_{\text{key}}[j, k]$ (images) | attention weights | $W^{\text{key}}[J_1, J_2]$ | $W^{\text{key}}[J, K]$ |
-# | $\alpha_t[t_{\text{in}}]$, $\alpha_t[x, y]$ | attention of step $t$ | $\alpha[t_{\text{in}}]$ | $\alpha[x, y]$ |
-# | $V_t[j]$, $V_t[k]$ | the glimpse of step $t$ | $V[J]$ | $V[K]$ |
-# | $w_0 = \langle\text{bos}\rangle$, $w_1, \dots, w_T$ | the words (caption) | $w_0, w_1, \dots, w_{T_{\text{out}}}$ | same |
+# The part of the book's table (front matter, *Notation*) this chapter uses, and the seed's
+# letters for the same things:
+#
+# | book | meaning | seed 002 P2 |
+# |---|---|---|
+# | $M[t_{\text{in}}, j]$, $t_{\text{in}} < T_{\text{in}}$ | the source's hidden vectors (translation) | $M[t_{\text{in}}, J]$ |
+# | $M[x, y, k]$, $x < X$, $y < Y$, $k < K$ | image features: one vector of $K$ numbers per cell of an $X \times Y$ grid | $M[x, y, K]$ |
+# | $z[t, j]$, $j < J$ | the decoder's state | $h[t, J]$ |
+# | $E[w, u]$, $u < U$; $w \in \mathcal V$ | word vectors, one row per word of the vocabulary $\mathcal V$ | $e[w, I]$ |
+# | $W_{\text{auto}}[u, j]$ | word-prediction weights | $W^{\text{auto}}[I, J]$ |
+# | $W_{\text{att}}$ | the bilinear attention matrix between the state and the source | $W^{\text{key}}$ |
+# | $\alpha_t$ | the attention of step $t$ | $\alpha$ |
+# | $V_t$ | the glimpse of step $t$ | $V$ |
+# | $w_0 = \langle\text{bos}\rangle$, $w_1, \dots, w_T$ | the words (the caption) | $w_0, w_1, \dots, w_{T_{\text{out}}}$ |
 #
 # The seed writes a capital letter for "the whole index range" ($h[t-1, J]$ is a vector);
-# the book writes lower-case indices and sums, and $K$ for the image features'
-# dimension, as the seed's solution does. In this chapter $M$'s feature vectors are the
-# keys (through $W_{\text{key}}$) and also the values that are averaged, so $k < K$ is the
-# book's key index as everywhere else. $x$ indexes the rows of the grid (top to bottom) and
-# $y$ its columns (left to right), the way an image array is indexed.
+# the book writes lower-case indices and sums. The seed's $W^{\text{key}}$ is the book's
+# $W_{\text{att}}$, because $W^K$ is already the key weights of a Transformer layer
+# (Chapter 1), and the seed's $h$ is the book's $z$, because $h$ is the book's head index.
+# $x$ indexes the rows of the grid (top to bottom) and $y$ its columns (left to right), the
+# way an image array is indexed.
 #
 # **Errata and changes.**
 #
 # * The seed introduces $M[T_{\text{in}}, J]$ "where $T$ is the length of the source
 #   sentence": the length is $T_{\text{in}}$.
-# * The seed defines CELL as taking "two vectors of dimension $J$ and one of dimension
-#   $I$": the state $h[t-1, J]$ and the glimpse $V[J]$ in translation, where the source
-#   vectors have the decoder's width $J$. Its image solution feeds CELL $V[K]$, so the
-#   glimpse now has the image features' dimension $K$, in general not $J$: CELL takes
-#   vectors of dimensions $J$, $K$ and $I$ and returns one of dimension $J$. (A GRU cell
-#   takes the input $[V; e]$ of dimension $K + I$.)
-# * $W_{\text{key}}$ changes shape with it: $[J, J]$ in translation, $[J, K]$ for images.
+# * The seed writes the model's prediction as $P(w_t \mid w_0, \dots, w_{t-1})$, conditioned on
+#   the earlier words only. The model it defines is the conditional language model
+#   $P_\Phi(w_1, \dots, w_{T_{\text{out}}} \mid z[0], M)$ of its first equation: every
+#   prediction is conditioned on the source too, $P(w_t \mid w_0, \dots, w_{t-1}, M)$
+#   (through the state, which has read the glimpses of $M$). With images, $M$ is the image.
 # * The scores are **not** scaled by $1/\sqrt{K}$. This book scales dot-product scores by
 #   $1/\sqrt{K}$ unless a problem says otherwise, and this one does: the seed's equation is
-#   explicit, $h\, W_{\text{key}}\, M$, and since $W_{\text{key}}$ is learned, any constant
+#   explicit, $h\, W^{\text{key}}\, M$, and since $W_{\text{att}}$ is learned, any constant
 #   factor is absorbed into it.
 # * How the next word is conditioned, and a one-step shift of the input word's index: see
 #   Section 5.1.
@@ -73,7 +74,7 @@ from tqdm.auto import tqdm
 
 from attnlab.data.scenes import COLOURS, SHAPES, VOCAB, make_scenes
 from attnlab.grading import is_grading
-from attnlab.testing import expect_close, expect_like, expect_shape
+from attnlab.testing import expect_close, expect_equations, expect_like, expect_shape
 
 # One thread: the captioner's operations are tiny, and a second thread only adds synchronisation
 # (on a busy 2-core machine it made training 10x slower). It also makes the run reproducible anywhere.
@@ -86,27 +87,31 @@ print("active device:", device)
 # ## 5.1 Translation with attention
 #
 # A translation model reads the source sentence with an RNN and keeps its hidden vectors
-# $M[t_{\text{in}}, j]$, one per source word, and an initial decoder state $h[0, j]$
+# $M[t_{\text{in}}, j]$, one per source word, and an initial decoder state $z[0, j]$
 # (usually the last state of an RNN run over the source from right to left). It then
 # defines an autoregressive language model of the target sentence conditioned on them,
-# $P(w_1, \dots, w_T \mid h[0], M)$. Seed 002 writes one step of it as follows (in the
+# $P(w_1, \dots, w_T \mid z[0], M)$. Seed 002 writes one step of it as follows (in the
 # book's letters, with the sums written out):
 #
 # $$
 # \begin{aligned}
-# P(w_t \mid w_0, \dots, w_{t-1}) &= \operatorname*{softmax}_{w_t}\; \sum_{i,j} e[w_t, i]\, W_{\text{auto}}[i, j]\, h[t-1, j] \\
-# \alpha[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} h[t-1, j]\, W_{\text{key}}[j, j']\, M[t_{\text{in}}, j'] \\
+# P(w_t \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w_t}\; \sum_{u,j} E[w_t, u]\, W_{\text{auto}}[u, j]\, z[t-1, j] \\
+# \alpha[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} z[t-1, j]\, W_{\text{att}}[j, j']\, M[t_{\text{in}}, j'] \\
 # V[j] &= \sum_{t_{\text{in}}} \alpha[t_{\text{in}}]\, M[t_{\text{in}}, j] \\
-# h[t] &= \text{CELL}\big(h[t-1],\ V,\ e[w_t]\big)
+# z[t] &= \text{CELL}\big(z[t-1],\ V,\ E[w_t]\big)
 # \end{aligned}
 # $$
 #
-# Read the lines in order. The state $h[t-1]$ has read $w_1, \dots, w_{t-1}$ and predicts
+# where CELL is some function (a GRU cell, say) that takes the previous state and the
+# glimpse, two vectors of dimension $J$, and the word vector $E[w_t]$, of dimension $U$, and
+# returns the next state, of dimension $J$.
+#
+# Read the lines in order. The state $z[t-1]$ has read $w_1, \dots, w_{t-1}$ and predicts
 # $w_t$ (first line). Once $w_t$ is known (the true word while training, the chosen word
-# while generating), the same $h[t-1]$ is the query of a glimpse $V$, and CELL folds the
-# glimpse and $w_t$ into the next state $h[t]$, which predicts $w_{t+1}$. So the glimpse
+# while generating), the same $z[t-1]$ is the query of a glimpse $V$, and CELL folds the
+# glimpse and $w_t$ into the next state $z[t]$, which predicts $w_{t+1}$. So the glimpse
 # taken at step $t$ serves the *next* word, and the first word $w_1$ is predicted from
-# $h[0]$ without any glimpse.
+# $z[0]$ without any glimpse.
 #
 # **How this book conditions the next word.** The book runs the same recurrence with the
 # input word's index shifted by one, so that every word, the first included, has its own
@@ -115,36 +120,71 @@ print("active device:", device)
 #
 # $$
 # \begin{aligned}
-# \alpha_t[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} h[t-1, j]\, W_{\text{key}}[j, j']\, M[t_{\text{in}}, j'] \\
+# \alpha_t[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} z[t-1, j]\, W_{\text{att}}[j, j']\, M[t_{\text{in}}, j'] \\
 # V_t[j] &= \sum_{t_{\text{in}}} \alpha_t[t_{\text{in}}]\, M[t_{\text{in}}, j] \\
-# h[t] &= \text{CELL}\big(h[t-1],\ V_t,\ e[w_{t-1}]\big) \\
-# P(w_t \mid w_0, \dots, w_{t-1}) &= \operatorname*{softmax}_{w_t}\; \sum_{i,j} e[w_t, i]\, W_{\text{auto}}[i, j]\, h[t, j]
+# z[t] &= \text{CELL}\big(z[t-1],\ V_t,\ E[w_{t-1}]\big) \\
+# P(w_t = w \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w}\; \sum_{u,j} E[w, u]\, W_{\text{auto}}[u, j]\, z[t, j]
 # \end{aligned}
 # $$
 #
-# The book's $h[t]$ has read $w_0, \dots, w_{t-1}$: it is the seed's $h[t-1]$ with one
+# The book's $z[t]$ has read $w_0, \dots, w_{t-1}$: it is the seed's $z[t-1]$ with one
 # extra step at the start that reads $\langle\text{bos}\rangle$. The seed's prediction line
-# "softmax of $e\,W_{\text{auto}}\,h[t-1]$" is therefore kept: in both, the word $w_t$ is
-# predicted from the state that has read every earlier word, and nothing else; in the
-# book's indexing that state is called $h[t]$. The glimpse $\alpha_t$ is taken with the
-# query $h[t-1]$, folded into $h[t]$ together with the previous word, and used for $w_t$:
-# $\alpha_t$ is where the model looked to write $w_t$, and that is what Section 5.8 draws.
-# The generation stops at the end token $\langle\text{eos}\rangle$.
+# "softmax of $E\,W_{\text{auto}}\,z[t-1]$" is therefore kept: in both, the word $w_t$ is
+# predicted from the state that has read every earlier word and every glimpse so far, and
+# nothing else; in the book's indexing that state is called $z[t]$. The glimpse $\alpha_t$ is
+# taken with the query $z[t-1]$, folded into $z[t]$ together with the previous word, and used
+# for $w_t$: $\alpha_t$ is where the model looked to write $w_t$, and that is what Section 5.8
+# draws. The generation stops at the end token $\langle\text{eos}\rangle$.
 
 # %% [markdown]
 # ## 5.2 From a sentence to an image
 #
 # For captioning, a convolutional network turns the image into a grid of feature vectors,
 # $M[x, y, k]$: one vector of dimension $K$ per cell $(x, y)$ of an $X \times Y$ grid. The
-# decoder is the same language model; only the glimpse changes.
+# decoder is the same conditional language model, now conditioned on the image.
 #
-# **Problem 5.1 (seed 002 P2).** Rewrite the book's four equations of Section 5.1 for
-# image captioning, where instead of $M[t_{\text{in}}, j]$ we are given the image feature
-# tensor $M[x, y, k]$. State the shape of every weight tensor, and what CELL now takes.
-# (The next section implements your answer, so write it down first.)
+# **Problem 5.1 (seed 002 P2).** Rewrite the book's four equations of Section 5.1 for image
+# captioning, where instead of $M[t_{\text{in}}, j]$ we are given the image feature tensor
+# $M[x, y, k]$. Write them in the book's index notation (the answer language of
+# `attnlab.equations`, as in Chapter 2), one line each, for one step of the decoder; the
+# tensors are named after the equations above, dropping the step index $t$:
+#
+# * given: `z_prev[j]`, the state $z[t-1]$; `e[u]`, the vector $E[w_{t-1}]$ of the word just
+#   read; the image features `M[x,y,k]`; the weights `W_att` (its indices are `[j,k]`) and
+#   `W_auto[u,j]`; the word vectors `E[w,u]` of the whole vocabulary;
+# * to define, in this order: `alpha[x,y]`, the attention; `V[k]`, the glimpse; `z[j]`, the
+#   next state; `P[w]`, the probability that $w_t = w$.
+#
+# CELL is a function of whole vectors: write its line as `z[:] = CELL(...)` with its
+# arguments as whole vectors, `name[:]`, in the order the seed gives them (which vectors it
+# takes is part of the answer). Sizes: $J$, $K$, $X$, $Y$, $U$, and `Vocab` for the number of
+# words. (The next sections implement your answer, so write it down first.)
+
+# %% nbgrader={"grade": false, "grade_id": "caption_equations", "locked": false, "schema_version": 3, "solution": true}
+# Four equations, one per line: alpha[x,y] = ..., V[k] = ..., z[:] = CELL(...), P[w] = ...
+### BEGIN SOLUTION
+CAPTION_EQUATIONS = r"""
+alpha[x,y] = softmax_{x,y} sum_{j,k} z_prev[j] * W_att[j,k] * M[x,y,k]
+V[k] = sum_{x,y} alpha[x,y] * M[x,y,k]
+z[:] = CELL(z_prev[:], V[:], e[:])
+P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]
+"""
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_caption_equations", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Visible test: the form of your equations (names, indices, sizes), not whether they are right.
+expect_equations(CAPTION_EQUATIONS,
+                 inputs={"z_prev": "J", "e": "U", "M": "X,Y,K", "W_att": "J,K", "W_auto": "U,J", "E": "Vocab,U"},
+                 defines={"alpha": "X,Y", "V": "K", "z": "J", "P": "Vocab"}, functions={"CELL": None},
+                 what="Problem 5.1, CAPTION_EQUATIONS")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch5.CAPTION_EQUATIONS", CAPTION_EQUATIONS)
+### END HIDDEN TESTS
 
 # %% [markdown] tags=["solutions-only"]
-# ### Worked solution
+# ### Worked solution (Problem 5.1)
 #
 # The position $t_{\text{in}}$ becomes the pair $(x, y)$, and the attention is one
 # probability distribution over all $XY$ cells together: a softmax over $x$ and $y$
@@ -152,70 +192,85 @@ print("active device:", device)
 #
 # $$
 # \begin{aligned}
-# \alpha_t[x, y] &= \operatorname*{softmax}_{x, y}\; \sum_{j, k} h[t-1, j]\, W_{\text{key}}[j, k]\, M[x, y, k]
+# \alpha_t[x, y] &= \operatorname*{softmax}_{x, y}\; \sum_{j, k} z[t-1, j]\, W_{\text{att}}[j, k]\, M[x, y, k]
 #   = \frac{\exp s_t[x, y]}{\sum_{x', y'} \exp s_t[x', y']},
-#   \qquad s_t[x, y] = \sum_{j,k} h[t-1, j]\, W_{\text{key}}[j, k]\, M[x, y, k] \\
+#   \qquad s_t[x, y] = \sum_{j,k} z[t-1, j]\, W_{\text{att}}[j, k]\, M[x, y, k] \\
 # V_t[k] &= \sum_{x, y} \alpha_t[x, y]\, M[x, y, k] \\
-# h[t] &= \text{CELL}\big(h[t-1],\ V_t,\ e[w_{t-1}]\big) \\
-# P(w_t \mid w_0, \dots, w_{t-1}) &= \operatorname*{softmax}_{w_t}\; \sum_{i,j} e[w_t, i]\, W_{\text{auto}}[i, j]\, h[t, j]
+# z[t] &= \text{CELL}\big(z[t-1],\ V_t,\ E[w_{t-1}]\big) \\
+# P(w_t = w \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w}\; \sum_{u,j} E[w, u]\, W_{\text{auto}}[u, j]\, z[t, j]
 # \end{aligned}
 # $$
 #
-# Shapes: $W_{\text{key}}[J, K]$ (it now maps between two different spaces, the decoder's
-# and the image features'), $W_{\text{auto}}[I, J]$ and $e[W, I]$ unchanged. The glimpse
-# $V_t$ has $K$ components, so CELL takes vectors of dimensions $J$, $K$ and $I$ and returns
-# one of dimension $J$. The word-prediction line does not change at all: the decoder is a
-# language model whatever the source is. The initial state $h[0]$ must now come from the
-# image; below it is $h[0] = \tanh\big(W_{\text{init}}\, \tfrac{1}{XY}\sum_{x,y} M[x, y]\big)$,
-# the analogue of "the last state of an RNN run over the source". In the seed's own
-# indexing (prediction from $h[t-1]$, CELL reading $e[w_t]$) the answer is the same four
-# lines with $V[J]$ replaced by $V[K]$ and $W^{\text{key}}[J_1, J_2]$ by $W^{\text{key}}[J, K]$.
+# In the answer language:
+#
+# ```
+# alpha[x,y] = softmax_{x,y} sum_{j,k} z_prev[j] * W_att[j,k] * M[x,y,k]
+# V[k] = sum_{x,y} alpha[x,y] * M[x,y,k]
+# z[:] = CELL(z_prev[:], V[:], e[:])
+# P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]
+# ```
+#
+# Shapes: $W_{\text{att}}[J, K]$ now maps between two different spaces, the decoder's and the
+# image features'; in translation it was $[J, J]$. $W_{\text{auto}}[U, J]$ and $E[w, u]$ are
+# unchanged. The glimpse $V_t$ has $K$ components, so CELL takes vectors of dimensions $J$
+# (the state), $K$ (the glimpse) and $U$ (the word vector) and returns one of dimension $J$.
+# The seed's CELL
+# took "two vectors of dimension $J$ and one of dimension $I$" because in translation the
+# source vectors have the decoder's width; with images they need not. The word-prediction
+# line does not change at all: the decoder is a language model whatever the source is, and
+# it is conditioned on the image through its state. The initial state $z[0]$ must now come
+# from the image; below it is
+# $z[0] = \tanh\big(W_{\text{init}}\, \tfrac{1}{XY}\sum_{x,y} M[x, y]\big)$, the analogue of
+# "the last state of an RNN run over the source". In the seed's own indexing (prediction
+# from $h[t-1]$, CELL reading $e[w_t]$) the answer is the same four lines with $V[J]$
+# replaced by $V[K]$ and $W^{\text{key}}[J_1, J_2]$ by $W^{\text{key}}[J, K]$.
 
 # %% [markdown]
 # ## 5.3 The glimpse
 #
-# **Problem 5.2.** Implement `image_attention(h_prev, W_key, M)`: the attention
-# $\alpha[x, y]$ of one step, given the previous state $h_{\text{prev}} = h[t-1]$ of
-# dimension $J$, the weights $W_{\text{key}}[J, K]$ and the image features $M[X, Y, K]$.
-# The softmax runs jointly over all cells $(x, y)$, so $\sum_{x,y} \alpha[x, y] = 1$. No
-# $1/\sqrt{K}$ factor (see the errata). Keep the inputs' device and dtype; the tests try
-# large scores, so use `torch.softmax` (or subtract the largest score before `exp`).
+# **Problem 5.2.** Implement `image_attention(z_prev, W_att, M)`: the attention
+# $\alpha[x, y]$ of one step, given the previous state $z_{\text{prev}} = z[t-1]$ of
+# dimension $J$, the weights $W_{\text{att}}[J, K]$ and the image features $M[X, Y, K]$, as
+# in your answer to Problem 5.1. The weights form one distribution over the whole image,
+# $\sum_{x,y} \alpha[x, y] = 1$. No $1/\sqrt{K}$ factor (see the errata). Keep the inputs'
+# device and dtype; the tests try large scores, so use `torch.softmax` (or subtract the
+# largest score before `exp`).
 
 # %% nbgrader={"grade": false, "grade_id": "image_attention", "locked": false, "schema_version": 3, "solution": true}
-def image_attention(h_prev: torch.Tensor, W_key: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """h_prev[J], W_key[J, K], M[X, Y, K] -> alpha[X, Y] = softmax over (x, y) jointly of h_prev W_key M[x, y]."""
+def image_attention(z_prev: torch.Tensor, W_att: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+    """z_prev[J], W_att[J, K], M[X, Y, K] -> alpha[X, Y]: one step's attention over the cells of the image."""
     ### BEGIN SOLUTION
-    s = torch.einsum("j,jk,xyk->xy", h_prev, W_key, M)
+    s = torch.einsum("j,jk,xyk->xy", z_prev, W_att, M)
     X, Y = s.shape
     return torch.softmax(s.reshape(X * Y), dim=0).reshape(X, Y)
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_image_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible tests: each failure says what is wrong.
+# Visible tests: hand-computed cases and properties; each failure says what is wrong.
 g = torch.Generator().manual_seed(0)
-X, Y, J, K = 3, 5, 6, 4
-h_prev = torch.randn(J, generator=g, dtype=torch.float64)
-W_key = torch.randn(J, K, generator=g, dtype=torch.float64) / J**0.5
+X, Y, J, K = 3, 5, 6, 4  # X != Y and J != K: swapped axes and a transposed W_att show
+z_prev = torch.randn(J, generator=g, dtype=torch.float64)
+W_att = torch.randn(J, K, generator=g, dtype=torch.float64) / J**0.5
 M = torch.randn(X, Y, K, generator=g, dtype=torch.float64)
-alpha = image_attention(h_prev, W_key, M)
-expect_shape(alpha, (X, Y), "image_attention(h_prev[6], W_key[6,4], M[3,5,4])",
+alpha = image_attention(z_prev, W_att, M)
+expect_shape(alpha, (X, Y), "image_attention(z_prev[6], W_att[6,4], M[3,5,4])",
              hint="One weight per cell: reshape the softmax back to [X, Y].")
 expect_like(alpha, M, "image_attention on float64 inputs")
-expect_like(image_attention(h_prev.float(), W_key.float(), M.float()), M.float(), "image_attention on float32 inputs")
+expect_like(image_attention(z_prev.float(), W_att.float(), M.float()), M.float(), "image_attention on float32 inputs")
 
 # One distribution over the whole image.
 expect_close(alpha.sum().reshape(1), torch.ones(1, dtype=torch.float64), "the sum of alpha over all cells",
              hint="The softmax runs over (x, y) jointly: a softmax over x alone sums to Y (here 5), "
                   "one over y alone to X (here 3).")
 
-# By hand: J = 1, K = 4, h = [1], W_key = [[1, 1, 1, 1]] and M[x, y, :] = log(c[x, y]) / 4, so the
+# By hand: J = 1, K = 4, z_prev = [1], W_att = [[1, 1, 1, 1]] and M[x, y, :] = log(c[x, y]) / 4, so the
 # score of cell (x, y) is log c[x, y] and alpha = c / c.sum().
 c = torch.tensor([[1.0, 2.0, 3.0], [4.0, 4.0, 6.0]], dtype=torch.float64)
 M1 = (c.log() / 4)[:, :, None].expand(2, 3, 4)
 one, W1 = torch.ones(1, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64)
 expect_close(image_attention(one, W1, M1), c / 20, "image_attention on the hand-checked example",
-             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]. The score is h_prev W_key M[x, y] with no "
+             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]. The score is z_prev W_att M[x, y] with no "
                   "1/sqrt(K) factor (with it you would get sqrt(c) / sqrt(c).sum()).")
 
 # Adding 1000 to every score changes nothing, but exp(1000) overflows.
@@ -223,7 +278,7 @@ expect_close(image_attention(one, W1, M1 + 250.0), c / 20, "image_attention with
              hint="exp(1000) is inf in floating point: use torch.softmax, or subtract the largest score first.")
 
 # Transposing the grid (swapping x and y) transposes alpha.
-expect_close(image_attention(h_prev, W_key, M.transpose(0, 1)), alpha.T, "image_attention(M transposed)",
+expect_close(image_attention(z_prev, W_att, M.transpose(0, 1)), alpha.T, "image_attention(M transposed)",
              hint="Cell (x, y) must get the weight of its own score: keep the order of x and y when reshaping.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -232,13 +287,13 @@ hidden_check("ch5.image_attention", image_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Problem 5.3.** Implement `attend(alpha, M)`: the glimpse
-# $V[k] = \sum_{x, y} \alpha[x, y]\, M[x, y, k]$, a vector of dimension $K$, for attention
-# weights $\alpha[X, Y]$ (any weights; they need not come from your `image_attention`).
+# **Problem 5.3.** Implement `attend(alpha, M)`: the glimpse $V[k]$ of your answer to
+# Problem 5.1, a vector of dimension $K$, for attention weights $\alpha[X, Y]$ (any weights;
+# they need not come from your `image_attention`).
 
 # %% nbgrader={"grade": false, "grade_id": "attend", "locked": false, "schema_version": 3, "solution": true}
 def attend(alpha: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """alpha[X, Y], M[X, Y, K] -> V[K] = sum over x, y of alpha[x, y] M[x, y, :]."""
+    """alpha[X, Y], M[X, Y, K] -> V[K]: the glimpse of the image that the weights alpha take."""
     ### BEGIN SOLUTION
     return torch.einsum("xy,xyk->k", alpha, M)
     ### END SOLUTION
@@ -313,23 +368,23 @@ print("a caption as tokens:", train.captions[0], "->", train.tokens[0].tolist())
 
 
 # %%
-def show_scene(ax, image: np.ndarray, title: str = "") -> None:
+def show_scene(ax, image: np.ndarray, title: str = "", fontsize: int = 10) -> None:
     """Draw image[3, H, W] on ax with the cell grid."""
     ax.imshow(image.transpose(1, 2, 0), interpolation="nearest")
     for edge in range(0, image.shape[1] + 1, train.cell):
         ax.axhline(edge - 0.5, color="white", lw=0.3, alpha=0.4)
         ax.axvline(edge - 0.5, color="white", lw=0.3, alpha=0.4)
     ax.set_xticks([]), ax.set_yticks([])
-    ax.set_title(title, fontsize=8)
+    ax.set_title(title, fontsize=fontsize)
 
 
 if DEMO:
-    fig, axes = plt.subplots(2, 4, figsize=(11, 6))
+    fig, axes = plt.subplots(2, 4, figsize=(8, 6.4))
     for ax, k in zip(axes[0], range(4)):
-        show_scene(ax, train.images[k], "train:\n" + train.captions[k])
+        show_scene(ax, train.images[k], "train:\n" + train.captions[k].replace(" a ", "\na "))
     for ax, k in zip(axes[1], range(4)):
-        show_scene(ax, held_out.images[k], "held out:\n" + held_out.captions[k])
-    fig.suptitle("Scenes and their captions (the grid lines mark the 4 x 4 cells)")
+        show_scene(ax, held_out.images[k], "held out:\n" + held_out.captions[k].replace(" a ", "\na "))
+    fig.suptitle("Scenes and their captions (the grid lines mark the 4 x 4 cells)", fontsize=11)
     plt.tight_layout()
     plt.show()
 
@@ -342,75 +397,85 @@ if DEMO:
 # (the same small layer applied to every cell) follows. A learned position vector per cell
 # is added, so that a glimpse carries *where* it looked as well as *what* it saw (the
 # relation words need it):
-# $M[x, y, k] = \text{ReLU}(\text{conv}_{1\times 1}(\text{ReLU}(\text{conv}_{8\times 8}(\text{image}))))[k, x, y] + P[x, y, k]$,
+# $M[x, y, k] = \text{ReLU}(\text{conv}_{1\times 1}(\text{ReLU}(\text{conv}_{8\times 8}(\text{image}))))[k, x, y] + \text{pos}[x, y, k]$,
 # with $X = Y = 4$ and $K = 32$.
 #
-# **Decoder.** The equations of Problem 5.1 with $J = 64$, $I = 32$, CELL a GRU cell
-# (`torch.nn.GRUCell` on the input $[V_t; e[w_{t-1}]]$ of dimension $K + I$) and
-# $h[0] = \tanh(W_{\text{init}} \operatorname{mean}_{x,y} M[x, y])$. The word scores are the
-# seed's $e[w, i]\, W_{\text{auto}}[i, j]\, h[t, j]$ for every word $w$ of the vocabulary
-# (the word vectors $e$ serve as input and output embeddings). During training, dropout on
-# the state that CELL carries over ($h[t-1]$, not the query) makes the model rely on the
+# **Decoder.** Your equations of Problem 5.1 with $J = 64$, $U = 32$, CELL a GRU cell
+# (`torch.nn.GRUCell` on the glimpse and the previous word's vector, concatenated) and
+# $z[0] = \tanh(W_{\text{init}} \operatorname{mean}_{x,y} M[x, y])$. The word scores are the
+# seed's $E[w, u]\, W_{\text{auto}}[u, j]\, z[t, j]$ for every word $w$ of the vocabulary
+# (the word vectors $E$ serve as input and output embeddings). During training, dropout on
+# the state that CELL carries over ($z[t-1]$, not the query) makes the model rely on the
 # fresh glimpse rather than on what it memorised.
 #
-# Inside the model, attention runs on a batch of images at once. These batched functions
-# are `image_attention` and `attend` with a batch index $b$ added; the cell after them
-# checks them against your functions.
+# Inside the model, attention runs on a batch of images at once: **your** `image_attention`
+# and `attend`, applied to every image of the batch by `torch.vmap` (which adds the batch
+# index $b$ to a function written for one image). If your functions use something `vmap`
+# cannot batch, the model falls back to a loop over the images (slower, same result).
 
 # %%
-def batched_image_attention(h_prev: torch.Tensor, W_key: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """h_prev[B, J], W_key[J, K], M[B, X, Y, K] -> alpha[B, X, Y]: image_attention for every b."""
-    s = torch.einsum("bj,jk,bxyk->bxy", h_prev, W_key, M)
-    return torch.softmax(s.flatten(1), dim=1).view_as(s)
+def batched(fn, in_dims: tuple) -> callable:
+    """fn for one image, applied to every image of a batch: torch.vmap, or a loop if vmap cannot."""
+    vmapped = torch.vmap(fn, in_dims=in_dims)
+
+    def run(*args):
+        try:
+            return vmapped(*args)
+        except (RuntimeError, NotImplementedError) as exc:
+            if isinstance(exc, NotImplementedError) and not str(exc):
+                raise  # the function itself is not written yet
+            B = next(a.shape[0] for a, d in zip(args, in_dims) if d == 0)
+            return torch.stack([fn(*(a[b] if d == 0 else a for a, d in zip(args, in_dims))) for b in range(B)])
+
+    return run
 
 
-def batched_attend(alpha: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """alpha[B, X, Y], M[B, X, Y, K] -> V[B, K]: attend for every b."""
-    return torch.einsum("bxy,bxyk->bk", alpha, M)
+glimpse_weights = batched(image_attention, in_dims=(0, None, 0))  # z_prev[B, J], W_att[J, K], M[B, X, Y, K] -> [B, X, Y]
+glimpse = batched(attend, in_dims=(0, 0))  # alpha[B, X, Y], M[B, X, Y, K] -> V[B, K]
 
 
 class Captioner(nn.Module):
-    """CNN encoder -> M[b, x, y, k]; attention decoder with CELL = GRUCell; word scores e W_auto h."""
+    """CNN encoder -> M[b, x, y, k]; attention decoder with CELL = GRUCell; word scores E W_auto z."""
 
-    def __init__(self, grid: int, cell: int, K: int = 32, J: int = 64, I: int = 32,
+    def __init__(self, grid: int, cell: int, K: int = 32, J: int = 64, U: int = 32,
                  n_words: int = len(VOCAB), dropout: float = 0.2) -> None:
         super().__init__()
         self.per_cell = nn.Conv2d(3, K, kernel_size=cell, stride=cell)  # sees one cell, one vector per cell
         self.mix = nn.Conv2d(K, K, kernel_size=1)
-        self.P = nn.Parameter(0.1 * torch.randn(grid, grid, K))  # position of each cell
+        self.pos = nn.Parameter(0.1 * torch.randn(grid, grid, K))  # position of each cell
         self.W_init = nn.Linear(K, J)
-        self.W_key = nn.Parameter(torch.randn(J, K) / math.sqrt(J))
-        self.e = nn.Embedding(n_words, I)
-        self.CELL = nn.GRUCell(K + I, J)
-        self.W_auto = nn.Parameter(torch.randn(I, J) / math.sqrt(J))
+        self.W_att = nn.Parameter(torch.randn(J, K) / math.sqrt(J))
+        self.E = nn.Parameter(0.1 * torch.randn(n_words, U))
+        self.CELL = nn.GRUCell(K + U, J)
+        self.W_auto = nn.Parameter(torch.randn(U, J) / math.sqrt(J))
         self.dropout = dropout
 
     def features(self, images: torch.Tensor) -> torch.Tensor:
-        """images[B, 3, H, W] -> M[B, X, Y, K]."""
+        """images[B, 3, height, width] -> M[B, X, Y, K]."""
         f = F.relu(self.mix(F.relu(self.per_cell(images))))  # [B, K, X, Y]
-        return f.permute(0, 2, 3, 1) + self.P
+        return f.permute(0, 2, 3, 1) + self.pos
 
     def initial_state(self, M: torch.Tensor) -> torch.Tensor:
-        """M[B, X, Y, K] -> h[0][B, J]."""
+        """M[B, X, Y, K] -> z[0][B, J]."""
         return torch.tanh(self.W_init(M.mean(dim=(1, 2))))
 
-    def step(self, h_prev: torch.Tensor, M: torch.Tensor,
+    def step(self, z_prev: torch.Tensor, M: torch.Tensor,
              w_prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One step t: h[t-1][B, J], M, w_{t-1}[B] -> h[t][B, J], alpha_t[B, X, Y], scores of w_t [B, words]."""
-        alpha = batched_image_attention(h_prev, self.W_key, M)
-        V = batched_attend(alpha, M)
-        carried = F.dropout(h_prev, self.dropout, self.training)
-        h = self.CELL(torch.cat([V, self.e(w_prev)], dim=1), carried)
-        scores = torch.einsum("wi,ij,bj->bw", self.e.weight, self.W_auto, h)
-        return h, alpha, scores
+        """One step t: z[t-1][B, J], M, w_{t-1}[B] -> z[t][B, J], alpha_t[B, X, Y], scores of w_t [B, words]."""
+        alpha = glimpse_weights(z_prev, self.W_att, M)
+        V = glimpse(alpha, M)
+        carried = F.dropout(z_prev, self.dropout, self.training)
+        z = self.CELL(torch.cat([V, F.embedding(w_prev, self.E)], dim=1), carried)
+        scores = torch.einsum("wu,uj,bj->bw", self.E, self.W_auto, z)
+        return z, alpha, scores
 
     def forward(self, images: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: tokens[B, T+1] (w_0 = BOS ... ) -> scores[B, T, words] of w_1 ... w_T."""
         M = self.features(images)
-        h = self.initial_state(M)
+        z = self.initial_state(M)
         scores = []
         for t in range(1, tokens.shape[1]):
-            h, _, s = self.step(h, M, tokens[:, t - 1])
+            z, _, s = self.step(z, M, tokens[:, t - 1])
             scores.append(s)
         return torch.stack(scores, dim=1)
 
@@ -418,27 +483,15 @@ class Captioner(nn.Module):
     def greedy(self, images: torch.Tensor, max_words: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
         """Greedy decoding -> words[B, max_words] (EOS, then anything), alpha[B, max_words, X, Y]."""
         M = self.features(images)
-        h = self.initial_state(M)
+        z = self.initial_state(M)
         w = torch.full((images.shape[0],), VOCAB.BOS, device=images.device)
         words, alphas = [], []
         for _ in range(max_words):
-            h, alpha, s = self.step(h, M, w)
+            z, alpha, s = self.step(z, M, w)
             w = s.argmax(dim=1)
             words.append(w)
             alphas.append(alpha)
         return torch.stack(words, dim=1), torch.stack(alphas, dim=1)
-
-
-# %%
-# The batched attention is your image_attention and attend, image by image.
-if DEMO:
-    g = torch.Generator().manual_seed(5)
-    hb, Wk, Mb = torch.randn(3, 8, generator=g), torch.randn(8, 6, generator=g), torch.randn(3, 4, 4, 6, generator=g)
-    alpha_b = batched_image_attention(hb, Wk, Mb)
-    for b in range(3):
-        expect_close(alpha_b[b], image_attention(hb[b], Wk, Mb[b]), f"batched_image_attention, image {b}")
-        expect_close(batched_attend(alpha_b, Mb)[b], attend(alpha_b[b], Mb[b]), f"batched_attend, image {b}")
-    print("the batched attention agrees with image_attention and attend")
 
 # %% [markdown]
 # ## 5.6 Training with teacher forcing
@@ -447,38 +500,37 @@ if DEMO:
 # words (*teacher forcing*): the decoder reads $w_0, \dots, w_{t-1}$ from the data, not
 # from its own guesses, so all steps of a batch are trained at once. Padding after
 # $\langle\text{eos}\rangle$ is ignored. Adam with a one-cycle learning-rate schedule,
-# 1500 steps of 64 scenes, all seeds fixed.
+# 1500 steps of 64 scenes, all seeds fixed. (Run it once your functions pass their tests.)
 
-# %%
-STEPS = 1500 if DEMO else 0
-torch.manual_seed(0)
-model = Captioner(train.grid, train.cell).to(device)
-print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
-images, tokens = torch.from_numpy(train.images).to(device), torch.from_numpy(train.tokens).to(device)
-optimiser = torch.optim.Adam(model.parameters(), lr=5e-3)
-schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=5e-3, total_steps=max(STEPS, 1), pct_start=0.1)
-batches = torch.Generator().manual_seed(0)
+# %% tags=["answer-output"]
 losses = []
-t0 = time.perf_counter()
-model.train()
-for _ in tqdm(range(STEPS), desc="training", disable=not DEMO):
-    b = torch.randint(len(images), (64,), generator=batches).to(device)
-    scores = model(images[b], tokens[b])
-    loss = F.cross_entropy(scores.flatten(0, 1), tokens[b, 1:].flatten(), ignore_index=VOCAB.PAD)
-    optimiser.zero_grad()
-    loss.backward()
-    optimiser.step()
-    schedule.step()
-    losses.append(loss.item())
-model.eval()
-train_seconds = time.perf_counter() - t0
-if STEPS:
-    print(f"{STEPS} steps in {train_seconds:.1f} s; mean loss of the last 100 steps "
+if DEMO:
+    STEPS = 1500
+    torch.manual_seed(0)
+    model = Captioner(train.grid, train.cell).to(device)
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+    images, tokens = torch.from_numpy(train.images).to(device), torch.from_numpy(train.tokens).to(device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=5e-3)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=5e-3, total_steps=STEPS, pct_start=0.1)
+    batches = torch.Generator().manual_seed(0)
+    t0 = time.perf_counter()
+    model.train()
+    for _ in tqdm(range(STEPS), desc="training"):
+        b = torch.randint(len(images), (64,), generator=batches).to(device)
+        scores = model(images[b], tokens[b])
+        loss = F.cross_entropy(scores.flatten(0, 1), tokens[b, 1:].flatten(), ignore_index=VOCAB.PAD)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        schedule.step()
+        losses.append(loss.item())
+    model.eval()
+    print(f"{STEPS} steps in {time.perf_counter() - t0:.1f} s; mean loss of the last 100 steps "
           f"{np.mean(losses[-100:]):.4f} nats per word (the best possible is 0)")
 
-# %%
-if DEMO:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+# %% tags=["answer-output"]
+if losses:
+    fig, ax = plt.subplots(figsize=(7, 4))
     ax.semilogy(losses, lw=0.5, alpha=0.4, label="batch")
     window = 50
     ax.semilogy(np.arange(window - 1, len(losses)), np.convolve(losses, np.ones(window) / window, "valid"),
@@ -500,7 +552,7 @@ if DEMO:
 # where the errors are. Every held-out scene combines two objects that never appeared
 # together in training.
 
-# %%
+# %% tags=["answer-output"]
 KINDS = {"colour": set(COLOURS), "shape": set(SHAPES), "relation": {"left", "right", "above", "below"}}
 
 
@@ -520,62 +572,63 @@ def caption_accuracy(scenes) -> tuple[dict[str, float], torch.Tensor]:
     return result, words
 
 
-train_check = make_scenes(1000 if DEMO else 64, seed=2, split="train")  # new scenes, training pairs
-train_accuracy, _ = caption_accuracy(train_check)
-held_accuracy, held_words = caption_accuracy(held_out)
-for name, accuracy in (("new scenes of training pairs", train_accuracy), ("held-out pairs", held_accuracy)):
-    print(f"{name:>28}: " + ", ".join(f"{k} {v:.1%}" for k, v in accuracy.items()))
-with torch.no_grad():
-    scores = model(torch.from_numpy(held_out.images).to(device), torch.from_numpy(held_out.tokens).to(device))
-    held_loss = F.cross_entropy(scores.flatten(0, 1), torch.from_numpy(held_out.tokens[:, 1:]).to(device).flatten(),
-                                ignore_index=VOCAB.PAD).item()
-print(f"held-out teacher-forced loss {held_loss:.4f} nats per word (best possible 0)")
-mistakes = [(VOCAB.decode(w), c) for w, c in zip(held_words, held_out.captions) if VOCAB.decode(w) != c]
-print(f"{len(mistakes)} wrong captions of {len(held_out)} held-out scenes" + (", e.g.:" if mistakes else ""))
-for said, truth in mistakes[:5]:
-    print(f"  said '{said}'\n  true '{truth}'")
+if losses:
+    train_check = make_scenes(1000, seed=2, split="train")  # new scenes, training pairs
+    train_accuracy, _ = caption_accuracy(train_check)
+    held_accuracy, held_words = caption_accuracy(held_out)
+    for name, accuracy in (("new scenes of training pairs", train_accuracy), ("held-out pairs", held_accuracy)):
+        print(f"{name:>28}: " + ", ".join(f"{k} {v:.1%}" for k, v in accuracy.items()))
+    with torch.no_grad():
+        scores = model(torch.from_numpy(held_out.images).to(device), torch.from_numpy(held_out.tokens).to(device))
+        held_loss = F.cross_entropy(scores.flatten(0, 1), torch.from_numpy(held_out.tokens[:, 1:]).to(device).flatten(),
+                                    ignore_index=VOCAB.PAD).item()
+    print(f"held-out teacher-forced loss {held_loss:.4f} nats per word (best possible 0)")
+    mistakes = [(VOCAB.decode(w), c) for w, c in zip(held_words, held_out.captions) if VOCAB.decode(w) != c]
+    print(f"{len(mistakes)} wrong captions of {len(held_out)} held-out scenes" + (", e.g.:" if mistakes else ""))
+    for said, truth in mistakes[:5]:
+        print(f"  said '{said}'\n  true '{truth}'")
 
 
 # %% [markdown]
 # ## 5.8 Where the model looks
 #
 # For each word $w_t$ it wrote, the model took one glimpse $\alpha_t[x, y]$ (Section 5.1).
-# Below, each row is a held-out scene: the image, then every generated word with its
-# glimpse drawn over the image (brighter: more weight; the number is the largest weight).
+# Below, each block is a held-out scene: the image with its true caption, then every
+# generated word over its glimpse drawn on the image (brighter: more weight; the number is
+# the largest weight of the glimpse).
 
-# %%
-def attention_row(axes, k: int) -> None:
-    """Draw held-out scene k and the glimpse of each word the model wrote for it."""
+# %% tags=["answer-output"]
+def attention_rows(k: int) -> None:
+    """Draw held-out scene k and, in rows of 5, the glimpse behind each word the model wrote for it."""
     image = held_out.images[k]
     words, alphas = model.greedy(torch.from_numpy(image[None]).to(device))
-    show_scene(axes[0], image, "truth: " + held_out.captions[k].replace(" a ", "\na "))
     n = (words[0] != VOCAB.EOS).cumprod(0).sum().item() + 1  # words up to and including EOS
-    for ax, w, alpha in zip(axes[1:], words[0, :n].tolist(), alphas[0, :n].cpu()):
+    fig, axes = plt.subplots(2, 5, figsize=(7.5, 3.9))
+    show_scene(axes[0, 0], image, "truth:\n" + held_out.captions[k].replace(" a ", "\na "), fontsize=9)
+    panels = list(axes.flat[1:])
+    for ax, w, alpha in zip(panels, words[0, :n].tolist(), alphas[0, :n].cpu()):
         weight = np.kron(alpha.numpy(), np.ones((train.cell, train.cell)))  # one block per cell
         ax.imshow(image.transpose(1, 2, 0) * (0.25 + 0.75 * weight[:, :, None] / weight.max()), interpolation="nearest")
         ax.imshow(weight, cmap="magma", alpha=0.35, vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(f"{VOCAB.words[w]}\n(max {alpha.max():.2f})", fontsize=9)
+        ax.set_title(f"{VOCAB.words[w]}  ({alpha.max():.2f})", fontsize=11)
         ax.set_xticks([]), ax.set_yticks([])
-    for ax in axes[1 + n:]:
+    for ax in panels[n:]:
         ax.axis("off")
-
-
-if DEMO:
-    rows = [0, 1, 2, 3]
-    fig, axes = plt.subplots(len(rows), 10, figsize=(15, 1.75 * len(rows) + 0.6))
-    for axes_row, k in zip(axes, rows):
-        attention_row(axes_row, k)
-    fig.suptitle("The glimpse behind every generated word (held-out scenes)", y=1.0)
     plt.tight_layout()
     plt.show()
+
+
+if losses:
+    for k in range(3):
+        attention_rows(k)
 
 # %% [markdown]
 # The pictures are typical; to check, average over all held-out scenes the weight that
 # the glimpse behind each word position puts on the subject's cell, on the other object's
 # cell, and on the empty cells:
 
-# %%
-if DEMO:
+# %% tags=["answer-output"]
+if losses:
     with torch.no_grad():
         words, alphas = model.greedy(torch.from_numpy(held_out.images).to(device))
     for relations in ((0, 1), (2, 3)):  # captions with "left of"/"right of", then with "above"/"below"
@@ -595,20 +648,20 @@ if DEMO:
 # %% [markdown]
 # Read the table with the pictures. For the first three words (`a`, the subject's colour
 # and its shape) the glimpse sits on the subject, the object that comes first in the type
-# order: the scores $h[t-1]\, W_{\text{key}}\, M[x, y]$ have learned to rank the nine types
+# order: the scores $z[t-1]\, W_{\text{att}}\, M[x, y]$ have learned to rank the nine types
 # in that order, and the softmax picks the top one. From the relation on, the glimpse
 # moves to the other object and stays there for its colour and shape: the relation needs
 # the other object's position (the subject's is already in the state), and the position
-# vectors $P$ put it in the glimpse. Only the glimpse behind $\langle\text{eos}\rangle$
-# is less sharp, with some weight on empty cells: nothing is left to see. Nothing told the model where the objects are;
-# the attention was learned from the captions alone.
+# vectors put it in the glimpse. Only the glimpse behind $\langle\text{eos}\rangle$ is less
+# sharp, with some weight on empty cells: nothing is left to see. Nothing told the model
+# where the objects are; the attention was learned from the captions alone.
 #
 # Why do unseen combinations work? The encoder's first convolution sees one cell at a
 # time, so an object's feature vector does not depend on its partner, and every word
 # about an object is written right after a glimpse of that object: the decoder never has
 # to have seen the pair before, only each object and the grammar.
 #
-# **Things to try.** Train without the position vectors $P$ (the relation words should
-# suffer: a glimpse then says *what* but not *where*); set the dropout to 0 and compare
-# the held-out accuracy and the glimpses of the second object; scale the scores by
-# $1/\sqrt{K}$ and convince yourself that training absorbs it into $W_{\text{key}}$.
+# **Things to try.** Train without the position vectors (the relation words should suffer:
+# a glimpse then says *what* but not *where*); set the dropout to 0 and compare the held-out
+# accuracy and the glimpses of the second object; scale the scores by $1/\sqrt{K}$ and
+# convince yourself that training absorbs it into $W_{\text{att}}$.

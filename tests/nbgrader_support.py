@@ -50,22 +50,30 @@ def scores(course_dir: Path, chapter: Chapter, student: str) -> dict[str, float 
         return {g.name: g.score for g in nb.grades}
 
 
+def max_points(nb: nbformat.NotebookNode) -> dict[str, float]:
+    """{test grade_id: points} of a notebook's graded cells."""
+    return {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def autograded_points(nb: nbformat.NotebookNode) -> dict[str, float]:
+    """{grade_id: points} of a notebook's autograded test cells (manually graded answers left out)."""
+    from coursenb.cells import is_test
+
+    return {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"]) for c in nb.cells if is_test(c)}
+
+
+def manual_cells(nb: nbformat.NotebookNode) -> set[str]:
+    """The grade_ids of a notebook's manually graded answers (prose, graded by the instructor)."""
+    from coursenb.cells import is_manual
+
+    return {c.metadata.nbgrader["grade_id"] for c in nb.cells if is_manual(c)}
+
+
 def needs_manual_grade(course_dir: Path, chapter: Chapter, student: str) -> set[str]:
-    """The grade_ids of `student`'s cells that wait for the instructor (answered manually graded cells)."""
+    """The grade_ids of `student`'s submission that wait for the instructor."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=course.COURSE_ID) as gb:
         nb = gb.find_submission_notebook(chapter.notebook, chapter.assignment, student)
         return {g.name for g in nb.grades if g.needs_manual_grade}
-
-
-def manual_cells(nb: nbformat.NotebookNode) -> set[str]:
-    """The grade_ids of a notebook's manually graded answer cells (graded and a solution)."""
-    return {c.metadata.nbgrader["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and c.metadata.nbgrader.get("solution")}
-
-
-def max_points(nb: nbformat.NotebookNode) -> dict[str, float]:
-    """{test grade_id: points} of a notebook's graded cells."""
-    return {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}

@@ -11,9 +11,21 @@ from pathlib import Path
 import pytest
 
 from autograder import cli, example_class, gradinglog
+from coursenb import cells
+from coursenb.chapters import select
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
 NB = "ch1_parallel_time"
+# What Chapter 1's cells are worth today (a chapter may gain a question) and the prose question the example adds.
+POINTS = {cells.grade_id(c): cells.points(c) for c in select(["ch1"])[0].read().cells if cells.is_graded(c)}
+AUTO = sum(POINTS.values())
+PROSE = 2.0
+FULL = AUTO + PROSE
+
+
+def num(x: float) -> str:
+    """A score as the gradebook prints it."""
+    return f"{round(x, 2):g}"
 
 
 def run(capsys, *argv) -> str:
@@ -50,12 +62,12 @@ def test_the_gradebook_shows_late_work_manual_grades_and_files_not_placed(capsys
     course_dir, _ = graded
     out = run(capsys, "gradebook", "--course", course_dir)
     rows = {line.split()[0]: line.split()[1:] for line in out.split("\n\n")[0].splitlines()[3:] if line.strip()}
-    assert rows["ada"][:2] == ["13", "13"]  # 11 autograded + 2 for the prose answer
-    assert rows["alan"][0] == "8"  # one mistake (4 points), a half-credit answer (1 of 2)
-    assert rows["grace"][0] == "10.4L"  # 13 raw, two started days late: 20% of 13
-    assert rows["linus"][0] == "13"  # renamed, placed by content, graded in full
+    assert rows["ada"][:2] == [num(FULL), num(FULL)]  # every autograded cell + the prose answer
+    assert rows["alan"][0] == num(FULL - POINTS["test_self_attention"] - PROSE / 2)  # one mistake, a half-credit answer
+    assert rows["grace"][0] == num(0.8 * FULL) + "L"  # full marks, two started days late: 20% of them
+    assert rows["linus"][0] == num(FULL)  # renamed, placed by content, graded in full
     assert rows["ken"][0] == "-" and "not a notebook" in " ".join(rows["ken"])
-    assert re.search(r"grace\s+ch1\s+2 d late\s+13\s+-2.6\s+10.4", out)
+    assert re.search(rf"grace\s+ch1\s+2 d late\s+{num(FULL)}\s+-{num(0.2 * FULL)}\s+{num(0.8 * FULL)}", out)
 
 
 def test_the_copied_pair_is_ranked_first(capsys, graded) -> None:
@@ -64,7 +76,7 @@ def test_the_copied_pair_is_ranked_first(capsys, graded) -> None:
     first = next(line for line in out.splitlines() if line.startswith("ch1") and line.split()[1] == "1")
     assert sorted(first.split()[2:4]) == ["hedy", "tim"]
     grades = run(capsys, "gradebook", "--course", course_dir)
-    assert re.search(r"hedy\s+13\s", grades) and re.search(r"tim\s+13\s", grades)  # copying is not a wrong answer
+    assert re.search(rf"hedy\s+{num(FULL)}\s", grades) and re.search(rf"tim\s+{num(FULL)}\s", grades)  # copying is not a wrong answer
 
 
 def test_feedback_leads_with_the_syntax_error_and_shows_comments(graded) -> None:
@@ -77,7 +89,7 @@ def test_feedback_leads_with_the_syntax_error_and_shows_comments(graded) -> None
     barbara = (course_dir / "feedback" / "barbara" / "ch1" / f"{NB}.html").read_text()
     assert "costs L*T with serial sums" in barbara  # literal, no Markdown italics
     grace = (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
-    assert "late penalty &minus;2.6" in grace
+    assert f"late penalty &minus;{num(0.2 * FULL)}" in grace
 
 
 def test_the_report_counts_every_failure(capsys, graded) -> None:
@@ -99,12 +111,13 @@ def test_a_forced_regrade_of_one_student_keeps_the_earlier_log(capsys, graded) -
     course_dir, _ = graded
     before = gradinglog.read(course_dir / "autograded" / "ada" / "ch1", NB)
     out = run(capsys, "grade", "--student", "ada", "--assignment", "ch1", "--force", "--quiet", "--course", course_dir)
-    assert "graded 1 notebook(s)" in out and re.search(r"ada\s+ch1_parallel_time\s+11/11 .*11/11\s+same", out)
+    auto = f"{num(AUTO)}/{num(AUTO)}"
+    assert "graded 1 notebook(s)" in out and re.search(rf"ada\s+ch1_parallel_time\s+{auto} .*{auto}\s+same", out)
     history = gradinglog.history(course_dir / "autograded" / "ada" / "ch1", NB)
     assert history and history[-1].graded_at == before.graded_at
     rows = {line.split()[0]: line.split()[1:] for line in run(capsys, "gradebook", "--course", course_dir)
             .split("\n\n")[0].splitlines()[3:] if line.strip()}
-    assert rows["ada"][0] == "13"  # the manual score survives the regrade
+    assert rows["ada"][0] == num(FULL)  # the manual score survives the regrade
 
 
 def test_engine_records_a_bad_file_beside_a_manual_cell(capsys, graded, tmp_path) -> None:

@@ -61,8 +61,7 @@ def test_each_wrong_implementation_loses_exactly_its_cells(graded) -> None:
 
 def test_every_test_cell_has_a_wrong_implementation() -> None:
     for chapter in CHAPTERS:
-        nb = chapter.read()
-        points = {g: p for g, p in nbs.max_points(nb).items() if g not in nbs.manual_cells(nb)}  # autograded cells
+        points = nbs.autograded_points(chapter.read())  # a prose answer is graded by hand
         lost_alone = {w.loses[0] for w in wrong_for(chapter.assignment) if len(w.loses) == 1}
         assert lost_alone == set(points), f"{chapter.assignment}: cells without a wrong implementation " \
                                           f"that loses only them: {set(points) - lost_alone}"

@@ -70,7 +70,7 @@ shaped like the reference's own results on the same arguments).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -232,4 +232,42 @@ class EquationCheck:
         return self.question.reference
 
 
-Check = FunctionCheck | AnswerCheck | ValueCheck | EquationCheck
+
+@dataclass(frozen=True)
+class BehaviourCheck:
+    """A check decided by one function of all the outcomes, not by comparing each with one output: a
+    design question with many right answers, graded by what the answer does, or a value whose feedback
+    must say what is wrong without showing the reference.
+
+    `trials(gen)` draws the trials; the last `private` items of each trial stay in the grader (a
+    held-out set's answers, a secret relabelling) and the student's function is called on the
+    others. `verify(trials, values)` sees the whole trials and every output (plain data as it
+    arrived: read tensors with `received`), and returns None if they pass or one sentence saying
+    why not. `reference(*trial)` is an acceptable answer's output for one trial: the grader checks
+    at start-up that it passes.
+    """
+
+    reference: Callable[..., object]
+    trials: Callable[[torch.Generator], list[tuple]]
+    verify: Callable[[Sequence[tuple], Sequence[object]], str | None]
+    private: int = 0
+
+    def public(self, trial: tuple) -> tuple:
+        """What the student's function is called on."""
+        return trial[:len(trial) - self.private]
+
+
+def received(value: object) -> tuple[torch.Tensor, str] | None:
+    """(the tensor on the CPU, the device type it was made on) for a plain tensor from the student's
+    side, None for anything else."""
+    from attnlab.wire import Received
+
+    if isinstance(value, Received):
+        return value.tensor, value.device_type
+    if type(value) is torch.Tensor:
+        return value.detach().cpu(), value.device.type
+    return None
+
+
+
+Check = FunctionCheck | AnswerCheck | ValueCheck | EquationCheck | BehaviourCheck

@@ -1,28 +1,194 @@
-"""Hidden checks of Chapter 4: blank_logits."""
+"""Hidden checks of Chapter 4: the student's blank head, graded by behaviour (a design question).
+
+`ch4.blank_head` (Problem 4.1 (a), (b)): a fresh head on states and word vectors the grader
+draws must return log-probabilities over the vocabulary, for any vocabulary size; renaming the
+words (permuting the rows of E) must permute its columns (it sees words only through their
+vectors), and reordering the blanks must reorder its rows (blank n reads row n only).
+
+`ch4.blank_lm` (Problem 4.1 (c)): the chapter's bidirectional GRU with the student's head,
+trained in the student's process for a bounded number of steps on sentences the grader draws
+from the chapter's grammar, must fill held-out blanks within `GAP` nats of the Bayes optimum.
+What the student's process receives: the training sentences, and every held-out sentence once
+with ONE position replaced by <mask>, all under a secret renaming of the words (a permutation
+of the word ids, the special tokens kept). It never sees a held-out blank's word. What it
+returns: log P(w | rest) for every word, per held-out blank. The judge renormalises each row,
+and computes the expected cross-entropy under the exact posterior (forward-backward over the
+grammar) and the optimum, the posterior's entropy, on the same blanks; their difference is the
+mean KL divergence, never negative. Some held-out blanks are sent twice, with <mask> and with a
+random word in the blank: the two predictions must be equal.
+"""
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from attnlab.data import grammar
+from attnlab.data.grammar import GRAMMAR, MASK, SPECIALS
+from autograder.checks.base import DTYPES, BehaviourCheck, devices, randn, received
 from solutions import ch4
 
-# (T, J, V, I): T = 1, I < J, I > J, I = J, V < I and V > I
-SIZES = [(1, 3, 5, 2), (4, 6, 7, 3), (6, 4, 9, 8), (9, 5, 3, 5), (12, 16, 40, 8), (3, 2, 2, 6)]
+# ---------------------------------------------------------------- (a), (b): the head alone
+
+# (N blanks, J, U, |V|): U < J, U > J, U = J; one word, a few, the grammar's 52, more words than anything else
+HEAD_SIZES = [(1, 3, 2, 2), (5, 6, 3, 7), (7, 4, 8, 52), (6, 16, 16, 300), (3, 5, 5, 1)]
+NORMALISED = {torch.float32: 1e-4, torch.float64: 1e-9}  # |log sum_w P(w)| allowed
+SAME = {torch.float32: 1e-4, torch.float64: 1e-9}  # absolute difference allowed between equal outputs
 
 
-def blank_logits_trials(gen: torch.Generator) -> list[tuple]:
-    """h_fwd_prev, h_bwd_next[T,J] (different), E[V,I], W_fwd != W_bwd [I,J], every size, dtype and device."""
+def blank_head_trials(gen: torch.Generator) -> list[tuple]:
+    """(J, U, seed, z_fwd_prev[N,J], z_bwd_next[N,J], E[|V|,U], private) for every size, dtype and device;
+    each base trial followed by the same with the words renamed and with the blanks reordered."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
-            for T, J, V, I in SIZES:
-                h_fwd_prev, h_bwd_next = (randn(gen, T, J, dtype=dtype, device=dev) for _ in range(2))
-                E = randn(gen, V, I, dtype=dtype, device=dev)
-                W_fwd, W_bwd = (randn(gen, I, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
-                trials.append((h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd))
+            for N, J, U, n_words in HEAD_SIZES:
+                seed = int(torch.randint(2**31 - 1, (1,), generator=gen))
+                z_fwd, z_bwd = (randn(gen, N, J, dtype=dtype, device=dev) for _ in range(2))
+                E = randn(gen, n_words, U, dtype=dtype, device=dev)
+                base = len(trials)
+                trials.append((J, U, seed, z_fwd, z_bwd, E, {"kind": "base"}))
+                words = torch.randperm(n_words, generator=gen)
+                trials.append((J, U, seed, z_fwd, z_bwd, E[words.to(dev)], {"kind": "words", "base": base, "perm": words}))
+                rows = torch.randperm(N, generator=gen)
+                trials.append((J, U, seed, z_fwd[rows.to(dev)], z_bwd[rows.to(dev)], E,
+                               {"kind": "rows", "base": base, "perm": rows}))
     return trials
 
 
+def head_reference(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,
+                   E: torch.Tensor, private: dict) -> torch.Tensor:
+    """The seed's two-matrix head on one trial."""
+    return ch4.head_outputs(J, U, seed, z_fwd_prev, z_bwd_next, E)
+
+
+def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
+    """None if every output is a log-distribution over the words that renames and reorders as asked."""
+    outputs: list[torch.Tensor] = []
+    for trial, value in zip(trials, values):
+        J, U, _, z_fwd, _, E, private = trial
+        where = f"(a fresh BlankHead({J}, {U}) on {z_fwd.shape[0]} blank(s), |V| = {E.shape[0]}, {str(E.dtype)[6:]})"
+        got = received(value)
+        if got is None:
+            return f"the head should return a torch.Tensor, got {type(value).__name__} {where}"
+        out, device_type = got
+        expected = (z_fwd.shape[0], E.shape[0])
+        if tuple(out.shape) != expected:
+            return (f"the head returned shape {tuple(out.shape)}, expected (blanks, |V|) = {expected} {where}: one "
+                    "row per blank, one column per word of the vocabulary it is given")
+        if out.dtype != E.dtype or device_type != E.device.type:
+            return f"the head returned {str(out.dtype)[6:]} on {device_type} for inputs {str(E.dtype)[6:]} on {E.device.type} {where}"
+        if torch.isnan(out).any() or (out == float("inf")).any():
+            return f"the head returned NaN or +inf {where}"
+        mass = torch.logsumexp(out.double(), dim=1).abs().max().item()
+        if mass > NORMALISED[E.dtype]:
+            return (f"the rows are not log-probabilities {where}: log sum_w exp(row) is off by up to {mass:.3g} "
+                    "(return the log-softmax over the words, the last axis)")
+        outputs.append(out)
+        if private["kind"] == "base":
+            continue
+        base, perm = outputs[private["base"]], private["perm"]
+        if private["kind"] == "words":
+            if not _same(out, base[:, perm], E.dtype):
+                return (f"renaming the words (the rows of E permuted) did not permute the columns of the output {where}: "
+                        "the head must see a word only through its vector E[w] (no table indexed by word id)")
+        elif not _same(out, base[perm], E.dtype):
+            return (f"reordering the blanks (the rows of both states permuted) did not reorder the rows of the output "
+                    f"{where}: blank n must be predicted from row n of z_fwd_prev and z_bwd_next only")
+    return None
+
+
+def _same(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> bool:
+    return torch.allclose(a.double(), b.double(), rtol=SAME[dtype], atol=SAME[dtype])
+
+
+# ---------------------------------------------------------------- (c): trained, against the optimum
+
+TRAIN_SENTENCES = 4000
+HELD_OUT = 400  # held-out sentences, one blank each
+PAIRS = 50  # of them sent a second time with a random word in the blank
+STEPS = 300  # training steps of 64 sentences the student's process is asked to run
+GAP = 0.10  # nats above the Bayes optimum allowed on the held-out blanks (Problem 4.1 states it)
+INVARIANT = 1e-3  # |difference| of log-probabilities allowed between a blank with <mask> and with a word
+
+
+def _renamed(ids: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Word ids under the renaming `perm` (perm[w] is the new id of word w)."""
+    return perm[ids]
+
+
+def blank_lm_trials(gen: torch.Generator) -> list[tuple]:
+    """One trial: (train_ids, train_lengths, query_ids, query_lengths, query_t, |V|, steps, seed, private)."""
+    n_words, n_special = len(GRAMMAR.vocab), len(SPECIALS)
+    seeds = torch.randint(2**31 - 1, (3,), generator=gen).tolist()
+    train = grammar.sample(TRAIN_SENTENCES, seed=seeds[0])
+    held = grammar.sample(HELD_OUT, seed=seeds[1])
+    perm = torch.cat([torch.arange(n_special), n_special + torch.randperm(n_words - n_special, generator=gen)])
+    t = 1 + (torch.rand(HELD_OUT, generator=gen) * held.lengths).long()  # the blank, uniform in 1..T
+    rows = torch.arange(HELD_OUT)
+    masked = held.ids.clone()
+    masked[rows, t] = MASK
+    other = masked[:PAIRS].clone()
+    other[rows[:PAIRS], t[:PAIRS]] = torch.randint(n_special, n_words, (PAIRS,), generator=gen)
+    query_ids = _renamed(torch.cat([masked, other]), perm)
+    query_lengths = torch.cat([held.lengths, held.lengths[:PAIRS]])
+    private = {"perm": perm, "held": held, "t": t}
+    return [(_renamed(train.ids, perm), train.lengths, query_ids, query_lengths, torch.cat([t, t[:PAIRS]]),
+             n_words, STEPS, seeds[2], private)]
+
+
+def exact_posteriors(private: dict) -> torch.Tensor:
+    """[held-out, |V|] P(w_t = w | rest) by forward-backward, columns in the renamed ids (float64)."""
+    held, t, perm = private["held"], private["t"], private["perm"]
+    post = GRAMMAR.blank_posteriors(held)[torch.arange(len(held)), t - 1]
+    renamed = torch.zeros_like(post)
+    renamed[:, perm] = post
+    return renamed
+
+
+def lm_reference(*trial: object) -> torch.Tensor:
+    """An acceptable answer's output: the exact posterior (a model cannot do better), slightly smoothed."""
+    post = exact_posteriors(trial[-1])
+    post = torch.cat([post, post[:PAIRS]])
+    return torch.log((post + 1e-6) / (post + 1e-6).sum(1, keepdim=True)).float()
+
+
+def held_out_gap(trial: tuple, log_p: torch.Tensor) -> tuple[float, float]:
+    """(expected blank cross-entropy of `log_p` on the held-out blanks, Bayes optimum), in nats."""
+    post = exact_posteriors(trial[-1])
+    log_q = torch.log_softmax(log_p[:len(post)].double(), dim=1)
+    term = lambda p, log: torch.where(p > 0, -p * log, torch.zeros_like(p))  # noqa: E731 - 0 log 0 = 0
+    return term(post, log_q).sum(1).mean().item(), term(post, torch.log(post)).sum(1).mean().item()
+
+
+def verify_lm(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
+    """None if the trained model's held-out blanks are within GAP of the optimum and ignore the blank's word."""
+    (trial,), (value,) = trials, values
+    n_words, queries = trial[5], trial[2].shape[0]
+    got = received(value)
+    if got is None:
+        return f"fit_blank_lm should return a torch.Tensor, got {type(value).__name__}"
+    out = got[0]
+    if tuple(out.shape) != (queries, n_words) or not out.is_floating_point():
+        return (f"fit_blank_lm returned {tuple(out.shape)} {str(out.dtype)[6:]}, expected floats of shape "
+                f"(blanks, |V|) = ({queries}, {n_words})")
+    if torch.isnan(out).any() or (out == float("inf")).any():
+        return "fit_blank_lm returned NaN or +inf for some held-out blank"
+    log_q = torch.log_softmax(out.double(), dim=1)
+    held = queries - PAIRS
+    change = (log_q[held:] - log_q[:PAIRS]).abs().nan_to_num(0.0).max().item()
+    if change > INVARIANT:
+        return (f"the prediction for a blank changed (by up to {change:.3g} in log-probability) when the word in the "
+                "blank changed: the model reads the word it must predict")
+    cross_entropy, optimum = held_out_gap(trial, out)
+    gap = cross_entropy - optimum
+    if gap > GAP:
+        return (f"after {trial[6]} training steps the held-out blank cross-entropy is {cross_entropy:.3f} nats, "
+                f"{gap:.3f} above the Bayes optimum {optimum:.3f} (allowed: {GAP})")
+    return None
+
+
 CHECKS = {
-    "ch4.blank_logits": FunctionCheck(ch4.blank_logits, blank_logits_trials),
+    "ch4.blank_head": BehaviourCheck(head_reference, blank_head_trials, verify_head, private=1),
+    "ch4.blank_lm": BehaviourCheck(lm_reference, blank_lm_trials, verify_lm, private=1),
 }

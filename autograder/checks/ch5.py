@@ -1,33 +1,43 @@
-"""Hidden checks of Chapter 5: image_attention and attend."""
+"""Hidden checks of Chapter 5: the captioning equations (Problem 5.1), image_attention and attend."""
 from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, randn
 from solutions import ch5
 
+# Problem 5.1: one decoding step over image features M[x, y, k], the four lines (attention, glimpse,
+# CELL, word distribution). CELL is judged as a fixed random map of the vectors it is given, so which
+# vectors it takes, and in which order, is what counts.
+CAPTION_EQUATIONS = EquationQuestion(
+    inputs={"z_prev": "J", "e": "U", "M": "X,Y,K", "W_att": "J,K", "W_auto": "U,J", "E": "Vocab,U"},
+    defines={"alpha": "X,Y", "V": "K", "z": "J", "P": "Vocab"},
+    reference=ch5.CAPTION_EQUATIONS,
+    functions={"CELL": "J,K,U -> J"},
+    sizes=({"J": 5, "K": 3, "X": 4, "Y": 6, "U": 2, "Vocab": 7}, {"J": 3, "K": 6, "X": 5, "Y": 2, "U": 4, "Vocab": 8}),
+)
+
 # (X, Y, J, K): a single cell, square and non-square grids (x and y must not be swapped),
-# J < K, J = K and J > K (W_key must not be transposed).
+# J < K, J = K and J > K (W_att must not be transposed).
 SIZES = [(1, 1, 3, 2), (3, 3, 8, 4), (4, 4, 16, 8), (2, 5, 6, 3), (5, 2, 4, 7), (7, 3, 10, 10), (1, 6, 5, 5)]
 
-
 def image_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """(h_prev[J], W_key[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K),
+    """(z_prev[J], W_att[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K),
     and in float64 on two sizes scores in the thousands (exp overflows unless the maximum is
     subtracted; float64 keeps their differences exact enough for any order of summation)."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
             for X, Y, J, K in SIZES:
-                h_prev = randn(gen, J, dtype=dtype, device=dev)
-                W_key = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
+                z_prev = randn(gen, J, dtype=dtype, device=dev)
+                W_att = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
                 M = randn(gen, X, Y, K, dtype=dtype, device=dev)
-                trials.append((h_prev, W_key, M))
+                trials.append((z_prev, W_att, M))
             for X, Y, J, K in SIZES[2:4] if dtype == torch.float64 else ():
-                h_prev = randn(gen, J, dtype=dtype, device=dev)
-                W_key = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
+                z_prev = randn(gen, J, dtype=dtype, device=dev)
+                W_att = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
                 M = randn(gen, X, Y, K, dtype=dtype, device=dev, scale=0.01) + randn(gen, K, dtype=dtype, device=dev, scale=1000.0)
-                trials.append((h_prev, W_key, M))
+                trials.append((z_prev, W_att, M))
     return trials
 
 
@@ -48,6 +58,7 @@ def attend_trials(gen: torch.Generator) -> list[tuple]:
 
 
 CHECKS = {
+    "ch5.CAPTION_EQUATIONS": EquationCheck(CAPTION_EQUATIONS),
     "ch5.image_attention": FunctionCheck(ch5.image_attention, image_attention_trials),
     "ch5.attend": FunctionCheck(ch5.attend, attend_trials),
 }

@@ -1,43 +1,64 @@
-"""Hidden checks of Chapter 6: embed and conv_stride2 (CNN_TIME, RNN_TIME come from solutions.answers)."""
+"""Hidden checks of Chapter 6: the two equations (P3a, P3b), embed and conv_stride2 (CNN_TIME, RNN_TIME
+come from solutions.answers)."""
 from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, randn
 from solutions import ch6
 
-# (B, T, V, I): B = 1, T = 1, repeated ids (V < B*T), V > B*T
+# Problem 6.1: layer 0 from the word vectors E[w, j] and the word ids w[b, t] (values < |V|).
+EMBED_EQUATION = EquationQuestion(
+    inputs={"E": "Vocab,J", "w": "B,T in Vocab"},
+    defines={"M0": "B,T,J"},
+    reference=ch6.EMBED_EQUATION,
+    sizes=({"B": 2, "T": 5, "Vocab": 7, "J": 3}, {"B": 3, "T": 4, "Vocab": 6, "J": 5}),
+)
+# Problem 6.3: a stride-2 layer of width D, valid positions only: T2 = (T - D)//2 + 1.
+STRIDE2_EQUATION = EquationQuestion(
+    inputs={"M0": "B,T,J", "W": "D,J,J2", "beta": "J2"},
+    defines={"M1": "B,T2,J2"},
+    reference=ch6.STRIDE2_EQUATION,
+    sizes=({"B": 2, "T": 13, "D": 3, "J": 4, "J2": 5, "T2": 6},
+           {"B": 3, "T": 10, "D": 2, "J": 6, "J2": 4, "T2": 5},
+           {"B": 2, "T": 12, "D": 4, "J": 3, "J2": 6, "T2": 5}),
+)
+
+# (B, T, |V|, J): B = 1, T = 1, repeated ids (|V| < B*T), |V| > B*T
 EMBED_SIZES = [(1, 1, 3, 2), (2, 5, 4, 3), (3, 7, 50, 8), (4, 12, 6, 1), (5, 2, 100, 16)]
-# (B, T, D, I, I'): D = 1, 2, 3, 4; T = D (one output), T - D odd and even; I != I' both ways
+# (B, T, D, J, J'): D = 1, 2, 3, 4; T = D (one output), T - D odd and even (T//2 differs from
+# (T - D)//2 + 1 on most); J != J' both ways
 CONV_SIZES = [(1, 1, 1, 2, 3), (2, 3, 3, 4, 4), (3, 8, 2, 3, 5), (2, 9, 3, 5, 2), (4, 10, 3, 6, 6),
-              (1, 16, 4, 2, 7), (2, 15, 3, 8, 8), (3, 6, 1, 4, 2)]
+              (1, 16, 4, 2, 7), (2, 15, 3, 8, 8), (3, 6, 1, 4, 2), (2, 8, 3, 3, 4)]
 
 
 def embed_trials(gen: torch.Generator) -> list[tuple]:
-    """w[B,T] valid int64 ids (with repeats) and E[V,I], every size, both dtypes, every device."""
+    """w[B,T] valid int64 ids (with repeats) and E[|V|,J], every size, both dtypes, every device."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
-            for B, T, V, I in EMBED_SIZES:
+            for B, T, V, J in EMBED_SIZES:
                 w = torch.randint(0, V, (B, T), generator=gen).to(dev)
-                trials.append((w, randn(gen, V, I, dtype=dtype, device=dev)))
+                trials.append((w, randn(gen, V, J, dtype=dtype, device=dev)))
     return trials
 
 
 def conv_stride2_trials(gen: torch.Generator) -> list[tuple]:
-    """L[B,T,I], W[D,I,I'], bias[I'] (nonzero), every size, both dtypes, every device."""
+    """M[B,T,J], W[D,J,J'], beta[J'] (nonzero), every size, both dtypes, every device."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
-            for B, T, D, I, I2 in CONV_SIZES:
-                L = randn(gen, B, T, I, dtype=dtype, device=dev)
-                W = randn(gen, D, I, I2, dtype=dtype, device=dev, scale=(D * I) ** -0.5)
-                bias = randn(gen, I2, dtype=dtype, device=dev, scale=0.5)
-                trials.append((L, W, bias))
+            for B, T, D, J, J2 in CONV_SIZES:
+                M = randn(gen, B, T, J, dtype=dtype, device=dev)
+                W = randn(gen, D, J, J2, dtype=dtype, device=dev, scale=(D * J) ** -0.5)
+                beta = randn(gen, J2, dtype=dtype, device=dev, scale=0.5)
+                trials.append((M, W, beta))
     return trials
 
 
 CHECKS = {
+    "ch6.EMBED_EQUATION": EquationCheck(EMBED_EQUATION),
+    "ch6.STRIDE2_EQUATION": EquationCheck(STRIDE2_EQUATION),
     "ch6.embed": FunctionCheck(ch6.embed, embed_trials),
     "ch6.conv_stride2": FunctionCheck(ch6.conv_stride2, conv_stride2_trials),
 }

@@ -1,24 +1,40 @@
-"""Chapter 4: wrong implementations, each losing exactly its cells."""
+"""Chapter 4: wrong implementations, each losing exactly its cells.
+
+Problem 4.1 is graded by behaviour in two cells: the head alone (a, b) and the head trained
+(c). A head that is a valid model but not a log-distribution, or not a function of the word
+vectors, loses (a, b) only (the training loss and the judge renormalise); a head that is a
+valid distribution but reads one side only loses (c) only.
+"""
 from solutions.mistakes import Wrong
 
 WRONG = [
-    Wrong("blank_logits", '''
-        def blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd):
-            return (torch.einsum("wi,ij,tj->tw", E, W_bwd, h_fwd_prev)  # matrices swapped
-                    + torch.einsum("wi,ij,tj->tw", E, W_fwd, h_bwd_next))
-        ''', ("test_blank_logits",), "each direction read out through the other direction's matrix"),
-    Wrong("blank_logits", '''
-        def blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd):
-            logits = torch.einsum("wi,ij,tj->tw", E, W_fwd, h_fwd_prev) + torch.einsum("wi,ij,tj->tw", E, W_bwd, h_bwd_next)
-            return torch.softmax(logits, dim=-1)  # probabilities, not logits
-        ''', ("test_blank_logits",), "returns probabilities instead of logits"),
-    Wrong("blank_logits", '''
-        def blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd):
-            h_prev = torch.cat([h_fwd_prev[:1], h_fwd_prev[:-1]])  # shifted a second time
-            return torch.einsum("wi,ij,tj->tw", E, W_fwd, h_prev) + torch.einsum("wi,ij,tj->tw", E, W_bwd, h_bwd_next)
-        ''', ("test_blank_logits",), "shifts the already-shifted forward states again"),
-    Wrong("blank_logits", '''
-        def blank_logits(h_fwd_prev, h_bwd_next, E, W_fwd, W_bwd):
-            return torch.einsum("wi,ij,tj->tw", E, W_fwd + W_bwd, h_fwd_prev + h_bwd_next)  # cross terms
-        ''', ("test_blank_logits",), "sums the states and the matrices first, adding cross terms"),
+    Wrong("blank_head", '''
+        class BlankHead(nn.Module):
+            def __init__(self, J, U):
+                super().__init__()
+                self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+                self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+
+            def forward(self, z_fwd_prev, z_bwd_next, E):
+                return (torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev)
+                        + torch.einsum("wu,uj,nj->nw", E, self.W_bwd, z_bwd_next))  # raw scores, not ln P
+        ''', ("test_blank_head",), "returns scores instead of log-probabilities (trains fine: the loss renormalises)"),
+    Wrong("blank_head", '''
+        class BlankHead(nn.Module):
+            def __init__(self, J, U):
+                super().__init__()
+                self.out = nn.Linear(2 * J, 52)  # one output per word id of the chapter's vocabulary
+
+            def forward(self, z_fwd_prev, z_bwd_next, E):
+                return torch.log_softmax(self.out(torch.cat([z_fwd_prev, z_bwd_next], dim=-1)), dim=-1)
+        ''', ("test_blank_head",), "an output layer per word id: ignores the word vectors, fixes the vocabulary size"),
+    Wrong("blank_head", '''
+        class BlankHead(nn.Module):
+            def __init__(self, J, U):
+                super().__init__()
+                self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+
+            def forward(self, z_fwd_prev, z_bwd_next, E):
+                return torch.log_softmax(torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev), dim=-1)  # one side
+        ''', ("test_blank_lm",), "reads the forward state only: a valid distribution, far from the optimum"),
 ]

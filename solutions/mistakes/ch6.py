@@ -2,6 +2,12 @@
 from solutions.mistakes import Wrong
 
 WRONG = [
+    # Problem 6.1, the equation of layer 0
+    Wrong("embed_equation", 'EMBED_EQUATION = "M0[b,t,j] = sum_v E[v, j]"', ("test_embed_equation",),
+          "every position gets the sum of all word vectors (the word ids never read)"),
+    Wrong("embed_equation", 'EMBED_EQUATION = "M0[b,t,j] = E[w[t,b], j]"', ("test_embed_equation",),
+          "the word ids read with batch and position swapped (a form error the visible test names)"),
+    # Problem 6.2, embed
     Wrong("embed", '''
         def embed(w, E):
             return F.one_hot(w, E.shape[0]).float() @ E  # a float32 one-hot: fails on float64 word vectors
@@ -10,32 +16,53 @@ WRONG = [
         def embed(w, E):
             return E[w.flip(1)]  # sentences read backwards
         ''', ("test_embed",), "positions reversed"),
+    Wrong("embed", '''
+        def embed(w, E):
+            return E[w.T].transpose(0, 1).flip(0)  # the sentences of the batch in reverse order
+        ''', ("test_embed",), "sentences of the batch mixed up"),
+    # Problem 6.3, the equation of a stride-2 layer
+    Wrong("stride2_equation", 'STRIDE2_EQUATION = "M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[b, t + d, j] - beta[j2])"',
+          ("test_stride2_equation",), "stride 1: the window of output t starts at t, not 2t"),
+    Wrong("stride2_equation", 'STRIDE2_EQUATION = "M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[2*t + d, j] - beta[j2])"',
+          ("test_stride2_equation",), "the seed's typo: the batch index dropped on the right (a form error)"),
+    Wrong("stride2_equation", 'STRIDE2_EQUATION = "M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[b, 2*t + d, j] + beta[j2])"',
+          ("test_stride2_equation",), "the threshold added instead of subtracted"),
+    # Problem 6.4, conv_stride2
     Wrong("conv_stride2", '''
-        def conv_stride2(L, W, bias):
-            windows = L.unfold(1, W.shape[0], 1)  # stride 1
-            return torch.sigmoid(torch.einsum("btid,dij->btj", windows, W) - bias)
+        def conv_stride2(M, W, beta):
+            windows = M.unfold(1, W.shape[0], 1)  # stride 1
+            return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W) - beta)
         ''', ("test_conv_stride2",), "stride 1 instead of 2"),
     Wrong("conv_stride2", '''
-        def conv_stride2(L, W, bias):
-            windows = L.unfold(1, W.shape[0], 2)
-            return torch.sigmoid(torch.einsum("btid,dij->btj", windows, W) + bias)  # bias added
+        def conv_stride2(M, W, beta):
+            D, T = W.shape[0], M.shape[1]
+            padded = F.pad(M, (0, 0, 0, 2 * (T // 2) + D - 2 - T))  # zeros past the end: T//2 windows
+            windows = padded.unfold(1, D, 2)
+            return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W) - beta)
+        ''', ("test_conv_stride2",), "T//2 outputs (the end of the sentence padded with zeros), not valid positions only"),
+    Wrong("conv_stride2", '''
+        def conv_stride2(M, W, beta):
+            windows = M.unfold(1, W.shape[0], 2)
+            return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W) + beta)  # bias added
         ''', ("test_conv_stride2",), "bias added instead of subtracted"),
     Wrong("conv_stride2", '''
-        def conv_stride2(L, W, bias):
-            windows = L.unfold(1, W.shape[0], 2)
-            return torch.sigmoid(torch.einsum("btid,dij->btj", windows, W.flip(0)) - bias)  # offsets reversed
+        def conv_stride2(M, W, beta):
+            windows = M.unfold(1, W.shape[0], 2)
+            return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W.flip(0)) - beta)  # offsets reversed
         ''', ("test_conv_stride2",), "filter offsets reversed (a convolution flipped in time)"),
     Wrong("conv_stride2", '''
-        def conv_stride2(L, W, bias):
-            windows = L.unfold(1, W.shape[0], 2)
-            return torch.sigmoid(torch.einsum("btid,dji->btj", windows, W) - bias)  # W read as [offset, out, in]
+        def conv_stride2(M, W, beta):
+            windows = M.unfold(1, W.shape[0], 2)
+            return torch.sigmoid(torch.einsum("btjd,dkj->btk", windows, W) - beta)  # W read as [offset, out, in]
         ''', ("test_conv_stride2",), "the filter's channel slots swapped"),
     Wrong("conv_stride2", '''
-        def conv_stride2(L, W, bias):
-            windows = L.unfold(1, W.shape[0], 2)
-            return torch.einsum("btid,dij->btj", windows, W) - bias  # no sigmoid
+        def conv_stride2(M, W, beta):
+            windows = M.unfold(1, W.shape[0], 2)
+            return torch.einsum("btjd,djk->btk", windows, W) - beta  # no sigmoid
         ''', ("test_conv_stride2",), "the logistic nonlinearity left out"),
+    # Problem 6.5
     Wrong("cnn_time", 'CNN_TIME = "T"', ("test_cnn_time",), "the CNN's time taken as linear in the length"),
     Wrong("cnn_time", 'CNN_TIME = "L*log(T)"', ("test_cnn_time",), "a sum over the sentence in every layer"),
     Wrong("rnn_time", 'RNN_TIME = "T*L"', ("test_rnn_time",), "the layers of the RNN not pipelined"),
+    Wrong("rnn_time", 'RNN_TIME = "T"', ("test_rnn_time",), "the one-layer answer: L layers add L steps"),
 ]

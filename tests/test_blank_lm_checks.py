@@ -1,0 +1,146 @@
+"""Chapter 4's hidden checks, graded by behaviour: each defence against an attack that it stops.
+
+Fast: no training. The heads are judged through `judge` exactly as the grader does; the trained
+model's outputs are stood in for by tensors built from the exact posterior, so each attack on the
+held-out check (peeking at the blank, ignoring the renaming, claiming a low loss) is one tensor.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+import torch.nn as nn
+
+from attnlab import wire
+from attnlab.data.grammar import GRAMMAR
+from attnlab.grading import Outcome, run_trials
+from autograder.checks import ch4 as checks
+from autograder.judge import judge, make_trials, sent
+from solutions import ch4
+from solutions.mistakes.ch4 import WRONG
+
+
+@pytest.fixture(scope="module")
+def head_trials() -> list[tuple]:
+    return make_trials("ch4.blank_head", 11)
+
+
+@pytest.fixture(scope="module")
+def lm_trials() -> list[tuple]:
+    return make_trials("ch4.blank_lm", 12)
+
+
+def _head(source: str) -> type[nn.Module]:
+    ns = {"torch": torch, "nn": nn}
+    exec(textwrap.dedent(source), ns)
+    return ns["BlankHead"]
+
+
+def _judge_head(trials: list[tuple], head: type[nn.Module]):
+    answer = lambda *args: ch4.head_outputs(*args, head=head)  # noqa: E731 - the notebook's head_outputs
+    return judge("ch4.blank_head", trials, run_trials(answer, sent("ch4.blank_head", trials)))
+
+
+def test_the_seeds_head_passes(head_trials) -> None:
+    verdict = _judge_head(head_trials, ch4.BlankHead)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize("wrong", [w for w in WRONG if "test_blank_head" in w.loses], ids=lambda w: w.why[:40])
+def test_each_wrong_head_fails_with_a_reason(head_trials, wrong) -> None:
+    verdict = _judge_head(head_trials, _head(wrong.source))
+    assert not verdict.passed
+    assert "head" in verdict.message or "rows" in verdict.message
+
+
+def test_a_head_with_a_table_per_word_id_fails_the_renaming(head_trials) -> None:
+    """Attack: scores that depend on a word's id (a bias per word), not only on its vector."""
+
+    class ByIdBias(ch4.BlankHead):
+        def forward(self, z_fwd_prev, z_bwd_next, E):
+            bias = torch.arange(E.shape[0], dtype=E.dtype, device=E.device)
+            return torch.log_softmax(super().forward(z_fwd_prev, z_bwd_next, E) + bias, dim=-1)
+
+    verdict = _judge_head(head_trials, ByIdBias)
+    assert not verdict.passed and "renaming the words" in verdict.message
+
+
+def test_a_head_that_mixes_blanks_fails_the_reordering(head_trials) -> None:
+    """Attack: a blank's prediction that reads the other blanks (a mean over the batch)."""
+
+    class Mixing(ch4.BlankHead):
+        def forward(self, z_fwd_prev, z_bwd_next, E):
+            z = z_fwd_prev + torch.cumsum(z_bwd_next, dim=0)
+            return super().forward(z, z_bwd_next, E)
+
+    verdict = _judge_head(head_trials, Mixing)
+    assert not verdict.passed and "reordering the blanks" in verdict.message
+
+
+def test_private_parts_are_never_sent(head_trials, lm_trials) -> None:
+    """The renaming, the held-out sentences and their blanks stay in the grader; what is sent is plain data."""
+    for name, trials in (("ch4.blank_head", head_trials), ("ch4.blank_lm", lm_trials)):
+        public = sent(name, trials)
+        assert all(len(p) == len(t) - 1 for p, t in zip(public, trials))
+        assert not any(isinstance(x, dict) for p in public for x in p)
+        wire.decode(wire.encode(public))  # plain data only
+    _, _, query_ids, _, query_t, _, _, _ = sent("ch4.blank_lm", lm_trials)[0]
+    held = len(lm_trials[0][-1]["held"])
+    assert (query_ids[torch.arange(held), query_t[:held]] == checks.MASK).all(), "every held-out blank is sent as <mask>"
+    perm = lm_trials[0][-1]["perm"]
+    assert not torch.equal(perm, torch.arange(len(perm))), "the words are renamed"
+
+
+def _lm(lm_trials, log_p: torch.Tensor):
+    return judge("ch4.blank_lm", lm_trials, [Outcome(value=log_p)])
+
+
+def test_the_exact_posterior_passes_and_sets_the_optimum(lm_trials) -> None:
+    log_p = checks.lm_reference(*lm_trials[0])
+    verdict = _lm(lm_trials, log_p)
+    assert verdict.passed, verdict.message
+    cross, optimum = checks.held_out_gap(lm_trials[0], log_p)
+    assert 0 <= cross - optimum < 1e-3
+    assert optimum == pytest.approx(GRAMMAR.blank_optimum(lm_trials[0][-1]["held"]), abs=0.15)  # one blank vs all
+
+
+def test_a_uniform_guess_fails(lm_trials) -> None:
+    queries, n_words = lm_trials[0][2].shape[0], lm_trials[0][5]
+    verdict = _lm(lm_trials, torch.zeros(queries, n_words))
+    assert not verdict.passed and "above the Bayes optimum" in verdict.message
+
+
+def test_the_public_grammar_without_the_renaming_fails(lm_trials) -> None:
+    """Attack: skip training and return the public grammar's exact posterior, in the original word ids."""
+    private = lm_trials[0][-1]
+    held, t = private["held"], private["t"]
+    post = GRAMMAR.blank_posteriors(held)[torch.arange(len(held)), t - 1]
+    post = torch.cat([post, post[:checks.PAIRS]])
+    verdict = _lm(lm_trials, torch.log(post + 1e-6))
+    assert not verdict.passed and "above the Bayes optimum" in verdict.message
+
+
+def test_a_model_that_reads_the_blank_fails(lm_trials) -> None:
+    """Attack: predictions that change with the word in the blank (a model that reads position t)."""
+    log_p = checks.lm_reference(*lm_trials[0]).clone()
+    held = log_p.shape[0] - checks.PAIRS
+    log_p[held:] = log_p[held:].roll(1, dims=1)
+    verdict = _lm(lm_trials, log_p)
+    assert not verdict.passed and "changed" in verdict.message
+
+
+def test_no_output_can_claim_less_than_the_optimum(lm_trials) -> None:
+    """The judge renormalises each row and scores it against the exact posterior: the excess is a KL divergence."""
+    gen = torch.Generator().manual_seed(0)
+    for scale in (0.0, 1.0, 30.0, 1e4):
+        log_p = scale * torch.randn(lm_trials[0][2].shape[0], lm_trials[0][5], generator=gen)
+        cross, optimum = checks.held_out_gap(lm_trials[0], log_p)
+        assert cross >= optimum - 1e-9
+
+
+@pytest.mark.parametrize("bad", [None, "text", torch.zeros(3, 3), torch.full((450, 52), float("nan"))],
+                         ids=["none", "text", "shape", "nan"])
+def test_bad_outputs_fail_with_a_reason(lm_trials, bad) -> None:
+    verdict = _lm(lm_trials, bad)
+    assert not verdict.passed and verdict.message
