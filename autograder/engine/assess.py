@@ -4,7 +4,7 @@ each graded cell is scored (`scoring.score_cell`). Nothing here raises on what a
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import nbformat
 
@@ -26,6 +26,7 @@ class Assessed:
     scored: list[scoring.CellScore]
     incidents: list[Incident]
     execution_time: float = 0.0  # wall-clock seconds its cells ran (as the worker measured them)
+    answers: list[scoring.CellScore] = field(default_factory=list)  # markdown answers: gradebook only (nothing ran)
 
 
 def _blob(blobs: list[bytes], i: object) -> bytes:
@@ -56,8 +57,9 @@ def unrun(job: Job, src: Source) -> Assessed:
     for cell in nb.cells:
         if cells.is_test(cell):
             cell.outputs = [scoring.error_output("NotGraded", job.problem)]
-    scored = [scoring.CellScore(g, 0.0, p, job.problem, [], "not run", 0.0) for g, p in src.points.items()]
-    return Assessed(nb, scored, [])
+    prose = {cells.grade_id(c) for c in src.nb.cells if c.cell_type != "code" and cells.grade_id(c)}
+    zero = [scoring.CellScore(g, 0.0, p, job.problem, [], "not run", 0.0) for g, p in src.points.items()]
+    return Assessed(nb, [z for z in zero if z.grade_id not in prose], [], answers=[z for z in zero if z.grade_id in prose])
 
 
 def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limits: Limits,
@@ -112,8 +114,6 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
             err = next((o for o in cell.outputs if o.output_type == "error"), None)
             incidents.append(Incident(idx, gid, "error",
                                       f"raised {err.ename}: {err.evalue}"[:500] if err else "raised an error"))
-    for cell in nb.cells:  # manually graded answers in markdown: nothing ran, nbgrader's rule decides
-        gid = cells.grade_id(cell)
-        if gid and cell.cell_type != "code" and cells.is_graded(cell):
-            scored.append(scoring.score_cell(cell, {"status": "ok"}, [], verdict, ignore, release.get(gid)))
-    return Assessed(nb, scored, incidents, sum(r["seconds"] for r in records))
+    answers = [scoring.score_cell(cell, {"status": "ok"}, [], verdict, ignore, release.get(cells.grade_id(cell)))
+               for cell in nb.cells if cells.grade_id(cell) and cell.cell_type != "code" and cells.is_graded(cell)]
+    return Assessed(nb, scored, incidents, sum(r["seconds"] for r in records), answers)

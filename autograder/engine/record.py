@@ -41,7 +41,7 @@ class Recorder:
         t0 = time.perf_counter()
         store.write_outputs(job.sub, nbmod.for_feedback(done.nb, copy_first=False), log)
         t1 = time.perf_counter()
-        scores = {c.grade_id: c.score for c in done.scored}
+        scores = {c.grade_id: c.score for c in [*done.scored, *done.answers]}
         store.record_grades(gb, job.sub, scores, self._responded(job, done, src), self.cell_ids)
         return t1 - t0, time.perf_counter() - t1
 

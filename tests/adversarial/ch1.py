@@ -163,15 +163,16 @@ ATTACKS = [
         ''', ("test_parallel_time_serial",), "malformed data", "garbage on the channel to the grader"),
     # ---- tampering with the comparison ----------------------------------------------------------
     Attack("rebind_allclose", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import numpy, numpy.testing
         torch.allclose = lambda *a, **k: True
         torch.equal = lambda *a, **k: True
         numpy.allclose = lambda *a, **k: True
         numpy.testing.assert_allclose = lambda *a, **k: None
-        ''', (SA,), "differs from the reference", "patched comparisons only fool the student's own process"),
+        ''', (SA, TR), "Explained", "patched comparisons only fool the student's own process: an allclose that "
+           "always agrees trips the visible tests' diagnoses of known mistakes, and the hidden check is judged outside"),
     Attack("rebind_test_helpers", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import attnlab.testing
         expect_close = expect_shape = expect_like = lambda *a, **k: None
         attnlab.testing.expect_close = attnlab.testing.expect_shape = lambda *a, **k: None
@@ -214,13 +215,14 @@ ATTACKS = [
             return _self_attention(M, WQ, WK, WV).as_subclass(Liar)
         ''', (SA, TR), "tensor subclass", "a tensor subclass is not sent"),
     Attack("nbgrader_execution_sniffing", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import os
         print("NBGRADER_EXECUTION =", os.environ.get("NBGRADER_EXECUTION"))
         if os.environ.get("NBGRADER_EXECUTION") == "autograde":
             torch.allclose = lambda *a, **k: True
             expect_close = expect_shape = expect_like = lambda *a, **k: None
-        ''', (SA,), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing"),
+        ''', (SA, TR), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing (its patched "
+                                                            "allclose trips the visible transformer test, as in rebind_allclose)"),
     # ---- editing the notebook -------------------------------------------------------------------
     Attack("edit_test_cell", mutate=_edit_test, lost=(SA,), feedback="was restored",
            why="a locked cell comes back from the source notebook"),
