@@ -457,7 +457,7 @@ def attention_maps(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch
 
 alpha = attention_maps(features, WQ, WK)
 queries = [(8, 8), (20, 20), (24, 25)]
-fig, axes = plt.subplots(2, 4, figsize=(15, 7.5))
+fig, axes = plt.subplots(2, 4, figsize=(12, 6.5))
 axes[0, 0].imshow(noisy.clamp(0, 1))
 axes[0, 0].set_title("the input (noisy)")
 for x, y in queries:
