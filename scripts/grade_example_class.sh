@@ -4,8 +4,8 @@
 # scripted instructor, import) -> feedback -> similarity -> export -> report -> gradebook.
 # Usage: bash scripts/grade_example_class.sh [COURSE_DIR] [--chapters ch1 ch2 ...]
 # Everything lands in COURSE_DIR (default _build/example_class/course); rerunning starts afresh.
-# EXAMPLE_PROSE=1 adds a manually graded prose question to the first chapter (until the chapters have their own);
-# it needs an engine that records unreadable notebooks beside manual cells (autograder/engine/store.py).
+# A manually graded prose question is added to the first chapter (until the chapters have their own);
+# EXAMPLE_PROSE=0 leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -19,7 +19,7 @@ AG="$VENV/bin/autograder"
 CH=()
 [ ${#CHAPTERS[@]} -gt 0 ] && CH=(--chapters "${CHAPTERS[@]}")
 PROSE=()
-[ "${EXAMPLE_PROSE:-0}" = "1" ] && PROSE=(--add-prose-question)
+[ "${EXAMPLE_PROSE:-1}" = "1" ] && PROSE=(--add-prose-question)
 rm -rf "$COURSE"
 mkdir -p "$OUT"
 start=$SECONDS

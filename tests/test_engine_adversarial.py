@@ -1,13 +1,16 @@
 """Every attack in tests/adversarial gets exactly its expected scores, in ONE batch with honest students
 whose grades must come out exact; the gradebook stays consistent and no secret leaks into feedback.
 
-Runs as root (full isolation) or not (what holds is in docs/security.md); the attacks that
-need root's isolation to be caught are skipped when it is not available.
+The grader runs with secrets in its environment (a database URL, an LMS token) and another
+checkout of the course (with solutions/) beside this one under /tmp. Runs as root or not
+(bubblewrap in a user namespace); docs/security.md says what differs.
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -23,8 +26,8 @@ from tests.adversarial import attacks_for, build
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
 CHAPTER = select(["ch1"])[0]
 ATTACKS = attacks_for("ch1")
-NEEDS_ROOT = {"read_secrets_write_gradebook", "network", "import_solutions"}
-LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, memory_mb=1024, procs=64)
+LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, memory_mb=1024, procs=64, disk_mb=64,
+                judge_seconds=5)
 
 
 def _place(course_dir: Path, student: str, sub: nbformat.NotebookNode | bytes) -> None:
@@ -49,12 +52,30 @@ def batch(tmp_path_factory) -> dict:
     for k, wrong in enumerate(wrong_for(CHAPTER.assignment)[:3]):
         honest[f"honest_wrong{k}"] = {g: 0.0 if g in wrong.loses else p for g, p in points.items()}
         _place(course_dir, f"honest_wrong{k}", apply(src, wrong))
-    context = {"assignment": "ch1", "repo": course.ROOT, "course": course_dir.resolve()}
+    other = _other_checkout(tmp_path_factory.mktemp("other_checkout"))
+    context = {"assignment": "ch1", "repo": course.ROOT, "course": course_dir.resolve(), "other": other}
     for attack in ATTACKS:
         _place(course_dir, attack.name, build(attack, src, context))
-    summary = grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
+    canaries = {"GRADER_DB_URL": f"postgresql://grader:CANARY{secrets.token_hex(16)}@db.example/course",
+                "LMS_TOKEN": f"CANARY{secrets.token_hex(16)}"}
+    saved = {k: os.environ.get(k) for k in canaries}
+    os.environ.update(canaries)
+    try:
+        summary = grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     return {"dir": course_dir, "points": points, "honest": honest, "summary": summary,
             "root": os.geteuid() == 0}
+
+
+def _other_checkout(folder: Path) -> Path:
+    """Another copy of the course beside this one (as a second engineer's checkout would be)."""
+    shutil.copytree(course.ROOT / "solutions", folder / "solutions")
+    shutil.copytree(course.ROOT / "solutions", folder / ".venv" / "lib" / "python3.11" / "site-packages" / "solutions")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    return folder
 
 
 def _expected(points: dict[str, float], lost) -> dict[str, float]:
@@ -74,8 +95,6 @@ def test_honest_students_are_exact(batch) -> None:
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
 def test_attack_gets_the_right_score(batch, attack) -> None:
-    if attack.name in NEEDS_ROOT and not batch["root"]:
-        pytest.skip("needs root's isolation (see docs/security.md)")
     got = nbs.scores(batch["dir"], CHAPTER, attack.name)
     assert got == _expected(batch["points"], attack.lost), f"{attack.name}: {attack.why}"
     evidence = _evidence(batch["dir"], attack.name)
@@ -108,8 +127,11 @@ def test_feedback_never_shows_hidden_tests(batch) -> None:
 def test_the_batch_reports_its_isolation(batch) -> None:
     summary = batch["summary"]
     assert summary.graded == len(batch["honest"]) + len(ATTACKS) and summary.failed == 0
-    if batch["root"]:
-        iso = summary.isolation
-        assert "none" in iso["network"] and "unprivileged" in iso["user"] and "NOT covered" not in iso["files"]
+    iso = summary.isolation
+    assert iso["network"].startswith("none") and iso["files"].startswith("allowlist") and "seccomp" in iso["syscalls"]
+    assert ("unprivileged" if batch["root"] else "user namespace") in iso["user"]
+    for path in (batch["dir"] / "autograded").glob("*/ch1/grading_log.json"):  # the worker's report, never a child's
+        sandbox = json.loads(path.read_text())["notebooks"][CHAPTER.notebook]["sandbox"]
+        assert not sandbox or sandbox["network"].startswith("none"), path
     log = json.loads((batch["dir"] / "autograded" / "honest_source" / "ch1" / "grading_log.json").read_text())
     assert log["notebooks"][CHAPTER.notebook]["score"] == sum(batch["points"].values())

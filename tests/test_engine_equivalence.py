@@ -93,10 +93,15 @@ def test_autograded_notebook_has_outputs_and_no_hidden_tests(graded) -> None:
 
 
 def test_solutions_never_loaded_in_a_worker() -> None:
-    """A worker started the way the grader starts it imports the student side only."""
-    code = ("import sys, autograder.engine.worker as w; w.warm_up(); "
-            "import autograder.engine.runner; "
-            "bad = [m for m in sys.modules if m.split('.')[0] == 'solutions' or m.startswith(w.FORBIDDEN[1:])]; "
-            "print('LOADED', bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT, timeout=300)
+    """The zygote's stack, imported as the sandbox imports it (its own package, nothing else of the
+    repository on the path), loads nothing of the instructor's; nor does the worker."""
+    inside = course.ROOT / "autograder" / "engine"
+    code = (f"import sys; sys.path.insert(0, {str(inside)!r}); from inside import zygote, runner; zygote.warm_up(); "
+            "print('LOADED', zygote.leaked_modules())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", timeout=600)
+    assert "LOADED []" in out.stdout, out.stdout + out.stderr[-2000:]
+    code = ("import sys, autograder.engine.worker, autograder.engine.driver; "
+            "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'solutions' or "
+            "m.startswith(('autograder.judge', 'autograder.checks', 'torch'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT, timeout=600)
     assert "LOADED []" in out.stdout, out.stdout + out.stderr[-2000:]

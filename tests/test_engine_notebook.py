@@ -82,7 +82,10 @@ def test_a_notebook_of_another_chapter_is_foreign(source) -> None:
 
 @pytest.mark.parametrize("data, why", [(b"", "empty"), (b"not json", "not JSON"), (b"[1, 2]", "not a Jupyter notebook"),
                                        (json.dumps({"cells": "x"}).encode(), "not a Jupyter notebook"),
-                                       (b"\xff\xfe", "not JSON")])
+                                       (b"\xff\xfe", "not JSON"),
+                                       (b"[" * 100_000 + b"]" * 100_000, "levels deep"),  # RecursionError in json
+                                       (b'{"cells": [], "metadata": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}",
+                                        "levels deep")])
 def test_unreadable_files_say_why(tmp_path: Path, data: bytes, why: str) -> None:
     path = tmp_path / "nb.ipynb"
     path.write_bytes(data)

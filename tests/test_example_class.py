@@ -38,8 +38,7 @@ def run(capsys, *argv) -> str:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """Chapter 1 released with a due date, a late policy and the prose question; the example class collected and
-    graded. niklaus's truncated notebook is left out of grading: the engine cannot yet record an unreadable
-    notebook of an assignment with a manual cell (see test_engine_records_a_bad_file_beside_a_manual_cell)."""
+    graded. niklaus's truncated notebook is graded on its own (test_engine_records_a_bad_file_beside_a_manual_cell)."""
     root = tmp_path_factory.mktemp("example")
     course_dir, zip_path = root / "course", root / "class.zip"
     outs = {}
@@ -121,14 +120,22 @@ def test_a_forced_regrade_of_one_student_keeps_the_earlier_log(capsys, graded) -
     assert rows["ada"][0] == num(FULL)  # the manual score survives the regrade
 
 
-@pytest.mark.xfail(strict=True, reason="engine: store.record_grades maps a manual cell's grade_id to its "
-                                        "SolutionCell id (one dict for grade and solution cells), so an unreadable "
-                                        "notebook of an assignment with a manual cell stops the run")
 def test_engine_records_a_bad_file_beside_a_manual_cell(capsys, graded, tmp_path) -> None:
     course_dir, _ = graded
     (course_dir / "submitted" / "niklaus" / "ch1").mkdir(parents=True, exist_ok=True)
     (course_dir / "submitted" / "niklaus" / "ch1" / f"{NB}.ipynb").write_text('{"cells": [')
     try:
         assert cli.main(["grade", "--student", "niklaus", "--quiet", "--course", str(course_dir)]) == 0
+        log = gradinglog.read(course_dir / "autograded" / "niklaus" / "ch1", NB)
+        assert log.score == 0 and "could not be read" in (log.error or "")
     finally:
         shutil.rmtree(course_dir / "submitted" / "niklaus")
+
+
+def test_a_notebook_with_a_manual_answer_is_not_graded_again(capsys, graded) -> None:
+    course_dir, _ = graded
+    out = run(capsys, "grade", "--student", "ada", "--quiet", "--course", course_dir)
+    assert "graded 0 notebook(s), skipped 1 already graded" in out
+    rows = {line.split()[0]: line.split()[1:] for line in run(capsys, "gradebook", "--course", course_dir)
+            .split("\n\n")[0].splitlines()[3:] if line.strip()}
+    assert rows["ada"][0] == num(FULL)  # the manual score is kept

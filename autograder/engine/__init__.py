@@ -4,11 +4,15 @@
     summary = grade(course_dir, assignment="ch1", workers=4)
 
 Each submitted notebook gets its locked and test cells back from the source notebook
-(`notebook`), runs in a sandboxed child forked from a warm worker (`worker`, `runner`,
-`sandbox`), sends only plain data back, and is judged here against `solutions/`
-(`scoring`). Scores go into nbgrader's gradebook, one commit per notebook (`store`);
-`course_dir/autograded/<student>/<assignment>/` receives the executed notebook (hidden
-tests removed) and `grading_log.json`. See docs/security.md for the threat model.
+(`notebook`) and trial inputs of its own (`prepare`); a worker (`worker`, `driver`) runs it,
+cell by cell, in a child forked from a zygote that only forks, inside bubblewrap with an
+allowlisted filesystem, in its own PID, IPC and mount namespaces (`sandbox`, `inside/`,
+`cgroups`, `seccomp`); only plain data comes back (`protocol`), and it is judged here against
+`solutions/` in a judge process with a time budget (`assess`, `judging`, `scoring`). Scores go
+into nbgrader's gradebook, one commit per notebook (`record`, `store`);
+`course_dir/autograded/<student>/<assignment>/` receives the executed notebook (hidden tests
+removed) and `grading_log.json`. The scheduler only drives the queue and the workers. See
+docs/security.md for the threat model.
 
 This module imports nothing heavy: the worker processes import the package too.
 """
@@ -88,7 +92,7 @@ def grade(course_dir: Path, *, assignment: str | None = None, student: str | Non
 
 def __getattr__(name: str):
     if name == "EngineError":
-        from autograder.engine.scheduler import EngineError
+        from autograder.engine.prepare import EngineError
 
         return EngineError
     raise AttributeError(name)

@@ -30,7 +30,7 @@ def run_job(init: dict, threads: int, header: dict, blobs: list[bytes]) -> tuple
         pool = _LOCAL.get("pool")
         if pool is None:
             init = dict(init, uid_base=sandbox.fresh_uid_block(1) if os.geteuid() == 0 else os.getuid())
-            pool = Pool(1, init, threads)
+            pool = Pool(1, init)
             pool.ready()
             _LOCAL["pool"] = pool
         worker = pool.workers[0]
@@ -61,7 +61,9 @@ class DaskPool:
 
         self.own = not isinstance(scheduler, Client)
         self.client = Client(scheduler) if self.own else scheduler
-        self.init, self.threads = init, threads
+        # the run's cgroup lives on this machine; Dask workers may run elsewhere
+        self.init = dict(init, cgroup=None, cgroup_why="none (a Dask worker's notebooks)")
+        self.threads = threads
         self.workers = [Slot(k) for k in range(max(1, n))]
 
     def ready(self) -> None:

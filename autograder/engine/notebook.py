@@ -40,6 +40,23 @@ class Restored:
         return [k for k, c in enumerate(self.nb.cells) if c.cell_type == "code"]
 
 
+MAX_DEPTH = 64  # a notebook nests about 6 levels; collect refuses files deeper than this too
+
+
+def nesting(data: object, limit: int = MAX_DEPTH) -> int:
+    """How deeply lists and dicts nest in parsed JSON (counting stops past `limit`); no recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+            stack.extend((x, depth + 1) for x in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def read_submission(path: Path) -> NotebookNode:
     """The submitted notebook at `path`, or UnreadableNotebook saying why not."""
     try:
@@ -52,6 +69,10 @@ def read_submission(path: Path) -> NotebookNode:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UnreadableNotebook(f"the file is not JSON ({str(exc)[:80]}), so not a notebook") from None
+    except RecursionError:
+        raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook") from None
+    if nesting(data) > MAX_DEPTH:  # every later reader (nbformat, copies, feedback) would recurse that deep
+        raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook")
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
         raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
     try:

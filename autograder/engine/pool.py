@@ -1,4 +1,5 @@
-"""The grader's side of the warm workers: start them fresh, hand out jobs, notice deaths."""
+"""The grader's side of the workers: start them (fresh interpreters, a minimal environment), hand out jobs,
+notice deaths."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 
 from autograder.engine import protocol
 
+RESULT_MAX = 1 << 30  # a worker's result frame (it already holds every notebook cap)
+
 
 class WorkerError(RuntimeError):
     """A worker could not start or died."""
@@ -18,15 +21,15 @@ class WorkerError(RuntimeError):
 
 @dataclass
 class Worker:
-    """One warm worker process and its socket."""
+    """One worker process and its socket."""
 
     slot: int
     proc: subprocess.Popen
     sock: socket.socket
     reader: protocol.FrameReader
     log: str
-    hello: dict = field(default_factory=dict)
     isolation: dict = field(default_factory=dict)
+    zygote: dict = field(default_factory=dict)
     job: object = None  # what the scheduler gave it (None: idle)
 
     @property
@@ -42,55 +45,65 @@ class Worker:
             return ""
 
 
+def worker_env() -> dict[str, str]:
+    """A worker's whole environment: none of the grader's variables (database URLs, tokens) reach it;
+    PYTHONPATH does, when the grader found its own packages through it."""
+    env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "LANG": "C.UTF-8",
+           "PYTHONHASHSEED": "0", "TMPDIR": tempfile.gettempdir()}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 class Pool:
     """N workers started from a fresh interpreter (never forked from the grader: no secrets inherited)."""
 
-    def __init__(self, n: int, init: dict, threads: int, startup_timeout: float = 600.0) -> None:
-        self.init, self.threads, self.timeout = init, threads, startup_timeout
+    def __init__(self, n: int, init: dict, startup_timeout: float = 900.0) -> None:
+        self.init, self.timeout = init, startup_timeout
         self.logdir = tempfile.mkdtemp(prefix="ag-workers-")
         self.workers = [self._spawn(slot) for slot in range(n)]
 
     def ready(self) -> None:
-        """Wait until every worker has warmed up (they start in parallel)."""
+        """Wait until every worker's sandbox is up (they start in parallel)."""
         for w in self.workers:
-            self._handshake(w)
+            self._greet(w)
+        for w in self.workers:
+            self._isolated(w)
 
     def _spawn(self, slot: int) -> Worker:
         ours, theirs = socket.socketpair()
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads),
-               "PYTORCH_NVML_BASED_CUDA_CHECK": "1", "PYTHONHASHSEED": "0",
-               "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-               "IPYTHONDIR": tempfile.mkdtemp(prefix="ag-ipython-"),
-               "MPLCONFIGDIR": tempfile.mkdtemp(prefix="ag-mpl-")}
         log = os.path.join(self.logdir, f"worker{slot}.log")
         with open(log, "ab") as err:
             proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.worker", str(theirs.fileno())],
-                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                    stdout=err, stderr=err, env=env, close_fds=True)
+                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                    env=worker_env(), close_fds=True, cwd="/")
         theirs.close()
         ours.setblocking(False)
-        return Worker(slot, proc, ours, protocol.FrameReader(ours.fileno(), 1 << 31), log)
+        return Worker(slot, proc, ours, protocol.FrameReader(ours.fileno(), RESULT_MAX), log)
 
-    def _handshake(self, w: Worker) -> None:
+    def _greet(self, w: Worker) -> None:
         msg = protocol.recv_blocking(w.reader, timeout=self.timeout)
         if msg is None or msg.kind != "hello":
             raise WorkerError(f"worker {w.slot} did not start:\n{w.log_tail()}")
-        if msg.header.get("leaked"):
-            raise WorkerError(f"worker {w.slot} has instructor modules loaded: {msg.header['leaked']}")
-        w.hello = msg.header
-        protocol.send(w.fd, {"k": "init", "slot": w.slot, **self.init})
+        init = dict(self.init)
+        init["uid"] = init["uid_base"] + w.slot if init.get("root") else os.getuid()
+        protocol.send(w.fd, {"k": "init", "slot": w.slot, **init})
+
+    def _isolated(self, w: Worker) -> None:
         msg = protocol.recv_blocking(w.reader, timeout=self.timeout)
         if msg is None or msg.kind != "isolated":
-            raise WorkerError(f"worker {w.slot} failed to isolate itself:\n{w.log_tail()}")
+            raise WorkerError(f"worker {w.slot} failed to start its sandbox:\n{w.log_tail()}")
         if msg.header.get("error"):
-            raise WorkerError(f"worker {w.slot}: {msg.header['error']}")
+            raise WorkerError(f"worker {w.slot}: a sandbox cannot start here: {msg.header['error']}\n{w.log_tail()}")
         w.isolation = msg.header.get("report") or {}
+        w.zygote = msg.header.get("zygote") or {}
 
     def restart(self, w: Worker) -> Worker:
         """Replace a dead worker by a fresh one in the same slot."""
         self._stop(w)
         fresh = self._spawn(w.slot)
-        self._handshake(fresh)
+        self._greet(fresh)
+        self._isolated(fresh)
         self.workers[self.workers.index(w)] = fresh
         return fresh
 
@@ -133,7 +146,7 @@ class Pool:
         except OSError:
             pass
         try:
-            w.proc.wait(timeout=5)
+            w.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             w.proc.kill()
             w.proc.wait()
@@ -145,6 +158,9 @@ class Pool:
                 w.sock.close()
             except OSError:
                 pass
-            w.proc.kill()
         for w in self.workers:
-            w.proc.wait()
+            try:
+                w.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                w.proc.wait()

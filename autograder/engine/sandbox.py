@@ -1,81 +1,298 @@
-"""Isolation of one notebook's process: namespaces, an unprivileged user, rlimits, no secrets.
+"""What a notebook's sandbox is made of, decided in the trusted worker: bubblewrap's command line for
+the zygote (an allowlisted filesystem) and the plan each forked notebook follows (`inside/child.py`).
 
-`enter` runs in the freshly forked child, before any student code, and returns what held:
+The filesystem is an allowlist: bubblewrap builds an empty root and binds into it, read-only,
+the Python installation (its own site-packages hidden), the virtual environment, the student
+kit's sources (an editable install points into the checkout), system libraries (/usr without
+/usr/local and /usr/src), a few files of /etc, and the code that runs inside
+(`autograder/engine/inside`). Nothing else exists there: no checkout (solutions/, autograder/,
+chapters/, tests/, .git), no course directory, no home, no other checkout or venv, no
+host-backed writable directory. Each notebook then gets its own /proc, /tmp and /dev/shm.
 
-* as root (the supported way to grade; e.g. in a container): a new network namespace
-  (no network, not even loopback), a new mount namespace in which the course directory,
-  the repository's instructor folders (solutions/, autograder/, chapters/, tests/, .git,
-  ...), /root, /home and every other secret path are covered by empty read-only tmpfs, a
-  private /tmp (tmpfs, size-capped) holding only this notebook's files, /proc remounted
-  with hidepid=2, then the process drops to a per-worker unprivileged uid (RLIMIT_NPROC
-  binds it; `sweep` kills every process of that uid afterwards);
-* not root: the same namespaces inside an unprivileged user namespace when the kernel
-  allows it (capabilities are dropped after mounting), else only a private temp working
-  directory; see docs/security.md for what that leaves open.
+Modes, chosen by the worker:
 
-In every mode: rlimits (data segment, address space, file size, open files, processes,
-no core dumps), no_new_privs, a scrubbed environment, and `import solutions` /
-`import autograder` fail (meta path finder; the modules are purged from sys.modules).
+* `root` (the supported way to grade): bubblewrap runs privileged; the zygote keeps only the
+  capabilities needed to make each notebook's namespaces; each notebook drops to this worker's
+  own unprivileged uid (from a fresh block per run) before any of its code runs;
+* `userns` (not root): bubblewrap makes a user namespace (the kernel must allow unprivileged
+  ones); notebooks drop every capability instead of changing uid;
+* `none` (only with `Limits(sandbox="none")`, for machines without namespaces): no namespaces,
+  no allowlist; rlimits, a clean environment and the import blocker only. Unsafe.
 """
 from __future__ import annotations
 
-import ctypes
+import glob
 import os
-import resource
-import signal
+import shutil
+import site
 import sys
-from dataclasses import dataclass
+import sysconfig
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.engine import seccomp
 from autograder.engine.limits import Limits
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
-BLOCKED_PACKAGES = ("solutions", "autograder")
-SCRATCH_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm")  # where the child's private tmpfs may go
-WORKDIR_NAME = "submission"
-UID_RANGE = (1_000_000_000, 2_000_000_000)  # sandbox uids: a fresh random block per grading run
+INSIDE = Path(__file__).resolve().parent / "inside"  # bound into the sandbox as /run/grader/inside
+CODE_MOUNT = "/run/grader"
+ZYGOTE_HOME = "/run/zygote"  # the zygote's own writable place (read-only to every notebook)
+WORKDIR = "/tmp/submission"
+BLOCKED = ("solutions", "autograder", "coursenb", "publish", "chapters", "tests")
+UID_RANGE = (1_000_000_000, 2_000_000_000)  # sandbox uids (root mode): a fresh random block per grading run
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.types")
+ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
+SANDBOX_UID_NAME = "student"
 
-_libc = ctypes.CDLL(None, use_errno=True)
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be built on this machine (a sentence for the instructor)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The sandbox's filesystem: read-only binds (source, destination), masked paths, symlinks."""
+
+    binds: tuple[tuple[str, str], ...]
+    masks: tuple[str, ...] = ()  # covered by an empty read-only tmpfs (inside a bind)
+    symlinks: tuple[tuple[str, str], ...] = ()  # (target, link)
+    devices: tuple[str, ...] = ()  # GPU device nodes, bound as devices
+
+    @property
+    def under_tmp(self) -> tuple[str, ...]:
+        """Bound paths that live under /tmp (a checkout there): each notebook's /tmp shows them again."""
+        return tuple(dst for _, dst in self.binds if dst.startswith("/tmp/"))
+
+    def describe(self) -> str:
+        return "allowlist: " + ", ".join(dst for _, dst in self.binds)
+
+    def parents(self) -> list[str]:
+        """The directories above the bound paths (made, empty, by the sandbox), outermost first."""
+        bound = {dst for _, dst in self.binds}
+        out: set[str] = set()
+        for _, dst in self.binds:
+            parent = os.path.dirname(dst)
+            while parent not in ("/", "") and parent not in bound:
+                out.add(parent)
+                parent = os.path.dirname(parent)
+        return sorted(out, key=lambda p: (p.count("/"), p))
+
+
+def _real(path: str | os.PathLike) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def layout(extra: tuple[str, ...] = (), hide: tuple[str, ...] = ()) -> Layout:
+    """The allowlist for this interpreter and virtual environment (plus `extra`, minus `hide`)."""
+    binds: dict[str, str] = {}
+
+    def bind(path: str) -> None:
+        real = _real(path)
+        if os.path.exists(real) and not any(_inside(real, b) for b in binds):
+            for b in [b for b in binds if _inside(b, real)]:
+                del binds[b]
+            binds[real] = real
+
+    base = _real(sys.base_prefix)
+    needed = [os.path.join(base, sub) for sub in ("bin", "lib", "lib64") if os.path.isdir(os.path.join(base, sub))]
+    needed += [_real(sys.prefix), *_editable_roots(), *(_real(p) for p in extra)]
+    bind("/usr")
+    for path in needed:
+        bind(path)
+    symlinks = []
+    for name in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+        top = f"/{name}"
+        if os.path.islink(top):
+            symlinks.append((os.readlink(top), top))
+        elif os.path.isdir(top):
+            bind(top)
+    for name in ETC_FILES:  # bound as named: /etc/localtime is a symlink into /usr
+        if os.path.exists(f"/etc/{name}"):
+            binds[f"/etc/{name}"] = f"/etc/{name}"
+    if os.path.isdir("/sys/devices/system/cpu"):
+        bind("/sys/devices/system/cpu")
+    on_path = {_real(p) for p in sys.path if p}
+    masks: list[str] = []
+    candidates = ["/usr/local", "/usr/src", *_site_dirs(base), *_instructor_copies(), *(_real(h) for h in hide)]
+    for real in sorted({_real(c) for c in candidates}, key=len):
+        if not os.path.exists(real) or real in on_path and real not in _instructor_copies():
+            continue
+        if any(_inside(n, real) for n in needed) or any(_inside(real, m) for m in masks):
+            continue  # the interpreter lives there, or it is hidden already
+        if any(_inside(real, b) for b in binds):
+            masks.append(real)
+    devices = tuple(sorted(glob.glob("/dev/nvidia*")))
+    ordered = sorted(binds.items(), key=lambda kv: kv[1].count("/"))
+    return Layout(tuple(ordered), tuple(masks), tuple(symlinks), devices)
+
+
+def _site_dirs(base: str) -> list[str]:
+    """The base interpreter's (and the distribution's) package folders: not the venv's."""
+    paths = sysconfig.get_paths(vars={"base": base, "platbase": base})
+    found = {paths["purelib"], paths["platlib"]}
+    found.update(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/local/lib/python3*/*-packages"))
+    return sorted(found)
+
+
+def _editable_roots() -> list[str]:
+    """Folders an editable install maps the student kit to (attnlab/ in the checkout)."""
+    try:
+        import attnlab
+    except ImportError:
+        return []
+    return [_real(p) for p in getattr(attnlab, "__path__", [])]
+
+
+def _instructor_copies() -> list[str]:
+    """Installed (not editable) copies of the instructor's packages inside the venv: hidden too."""
+    out = []
+    for sp in site.getsitepackages():
+        for name in BLOCKED:
+            path = os.path.join(sp, name)
+            if os.path.isdir(path):
+                out.append(_real(path))
+    return out
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How to isolate this worker's notebooks (decided once, in the worker)."""
+    """How this worker isolates its notebooks (decided once, in the worker)."""
 
-    slot: int
-    uid_base: int  # this run's block of sandbox uids (one per worker slot, unused by any process)
-    hide: tuple[str, ...]  # directories to cover with an empty tmpfs
-    keep: tuple[str, ...]  # paths inside them the interpreter needs (bind-mounted back)
-    hide_files: tuple[str, ...]  # files to cover with /dev/null (e.g. a gradebook outside the course)
-    venv_bin: str
+    mode: str  # root, userns or none
+    uid: int  # root mode: this worker's sandbox uid; else the grader's own
+    layout: Layout = field(default_factory=lambda: Layout(()))
     network: bool = False
-    worker_report: tuple[tuple[str, str], ...] = ()  # what isolate_worker achieved
+    cgroup: str | None = None  # the run's cgroup directory (None: no cgroups)
+    cgroup_why: str = ""
+    threads: int = 1
 
-    @property
-    def root(self) -> bool:
-        return os.geteuid() == 0
+    def zygote_command(self, control_fd: int, seccomp_fd: int | None, passwd_fd: int | None,
+                       group_fd: int | None) -> list[str]:
+        """The command that starts the zygote (in bubblewrap unless mode is none)."""
+        code = CODE_MOUNT if self.mode != "none" else str(INSIDE.parent)
+        python = [sys.executable, "-s", "-c",
+                  f"import sys; sys.path.insert(0, {code!r}); from inside import zygote; zygote.main({control_fd})"]
+        if self.mode == "none":
+            return python
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+        cmd = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+        if not self.network:
+            cmd.append("--unshare-net")
+        if self.mode == "userns":
+            cmd += ["--unshare-user", "--uid", "0", "--gid", "0"]
+        cmd += ["--cap-drop", "ALL"]
+        for cap in ZYGOTE_CAPS:
+            cmd += ["--cap-add", cap]
+        for key, value in self.zygote_env().items():
+            cmd += ["--setenv", key, value]
+        for parent in self.layout.parents():  # bubblewrap would make them 0700: the notebook must pass
+            cmd += ["--perms", "0755", "--dir", parent]
+        for src, dst in self.layout.binds:
+            cmd += ["--ro-bind", src, dst]
+        for mask in self.layout.masks:
+            cmd += ["--tmpfs", mask, "--remount-ro", mask]
+        for target, link in self.layout.symlinks:
+            cmd += ["--symlink", target, link]
+        cmd += ["--ro-bind", str(INSIDE), f"{CODE_MOUNT}/inside", "--proc", "/proc", "--dev", "/dev"]
+        for dev in self.layout.devices:
+            cmd += ["--dev-bind", dev, dev]
+        cmd += ["--tmpfs", "/tmp", "--tmpfs", ZYGOTE_HOME]
+        for src, dst in self.layout.binds:  # a checkout under /tmp: its venv and kit again, above the tmpfs
+            if dst.startswith("/tmp/"):
+                cmd += ["--ro-bind", src, dst]
+        if passwd_fd is not None and group_fd is not None:
+            cmd += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
+        if seccomp_fd is not None:
+            cmd += ["--seccomp", str(seccomp_fd)]
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", ZYGOTE_HOME, "--"]
+        return cmd + python
 
-    @property
-    def uid(self) -> int:
-        return self.uid_base + self.slot if self.root else os.getuid()
+    def zygote_env(self) -> dict[str, str]:
+        """The zygote's whole environment: nothing of the grader's."""
+        home = ZYGOTE_HOME if self.mode != "none" else os.environ.get("TMPDIR", "/tmp")
+        threads = str(max(1, self.threads))
+        env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]), "HOME": home,
+               "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+               "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": f"{home}/matplotlib",
+               "IPYTHONDIR": f"{home}/ipython", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+        kit = {_real(os.path.dirname(root)) for root in _editable_roots()}  # the kit found through PYTHONPATH
+        on_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and _real(p) in kit]
+        if on_path:
+            env["PYTHONPATH"] = os.pathsep.join(on_path)
+        return env
 
-    @property
-    def scratch(self) -> str:
-        """Where the child's private tmpfs goes: /tmp, unless the interpreter lives under it (a repo in /tmp)."""
-        for candidate in SCRATCH_CANDIDATES:
-            if os.path.isdir(candidate) and not any(k == candidate or _inside(k, candidate) for k in self.keep):
-                return candidate
-        return SCRATCH_CANDIDATES[-1]
+    def accounts(self) -> tuple[bytes, bytes]:
+        """/etc/passwd and /etc/group inside: the sandbox's user only."""
+        uid = self.uid if self.mode == "root" else 0
+        return (f"{SANDBOX_UID_NAME}:x:{uid}:{uid}::{WORKDIR}:/bin/false\n".encode(),
+                f"{SANDBOX_UID_NAME}:x:{uid}:\n".encode())
+
+    def go(self, limits: Limits, *, nproc_base: int, threads: int, max_job_frame: int) -> dict:
+        """What a forked notebook does before its first cell (the `go` frame's header)."""
+        disk = max(1, int(limits.disk_mb))
+        shm = max(1, min(64, disk))
+        return {
+            "k": "go", "mode": self.mode, "uid": self.uid, "network": self.network,
+            "workdir": WORKDIR if self.mode != "none" else None,  # none: a fresh temporary folder
+            "threads": threads, "blocked": list(BLOCKED), "max_job_frame": max_job_frame,
+            "max_outcomes": int(limits.max_outcomes),
+            "scratch": {"size_mb": disk, "shm_mb": shm, "inodes": int(limits.max_files),
+                        "keep": list(self.layout.under_tmp), "read_only": [ZYGOTE_HOME]},
+            "ipc": {"kernel/shmmax": shm << 20, "kernel/shmall": (shm << 20) // 4096, "kernel/shmmni": 64,
+                    "kernel/msgmni": 64, "kernel/msgmnb": 65536, "fs/mqueue/queues_max": 16},
+            "rlimits": {"memory_mb": int(limits.memory_mb), "file_mb": disk, "open_files": int(limits.open_files),
+                        "nproc": nproc_base + int(limits.procs), "msgqueue_bytes": 1 << 20,
+                        "address_space": not cuda_possible()},
+            "outputs": {"cell_output_bytes": int(limits.cell_output_bytes),
+                        "total_output_bytes": int(limits.total_output_bytes),
+                        "cell_output_items": int(limits.cell_output_items),
+                        "total_output_items": int(limits.total_output_items)},
+            "env": self.notebook_env(threads),
+        }
+
+    def notebook_env(self, threads: int) -> dict[str, str]:
+        """The same variables as stock nbgrader's kernel sees, and nothing of the grader's."""
+        home = WORKDIR if self.mode != "none" else os.environ.get("TMPDIR", "/tmp")
+        return {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]),
+                "HOME": home, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": SANDBOX_UID_NAME,
+                "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": f"{home}/.config",
+                "NBGRADER_EXECUTION": "autograde", "ATTNLAB_GRADING": "1", "PYTHONHASHSEED": "0",
+                "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+    def report(self) -> dict[str, str]:
+        """What this plan holds, in words (the grading log's `sandbox` and GradeSummary.isolation)."""
+        if self.mode == "none":
+            return {"mode": "none: NO isolation (Limits.sandbox='none'): the notebook can read what the grader's "
+                            "user can read and use the network",
+                    "files": "NOT isolated", "network": "host network", "user": f"uid {self.uid} (the grader's own)",
+                    "cgroup": self.cgroup_why}
+        blocked = seccomp.program() is not None
+        return {
+            "mode": f"{self.mode}: bubblewrap, a zygote that only forks, one set of namespaces per notebook",
+            "files": self.layout.describe() + (f"; hidden inside: {', '.join(self.layout.masks)}"
+                                                if self.layout.masks else ""),
+            "network": "host network (allowed by limits)" if self.network else
+                       "none (own network namespace per notebook, no interface up)",
+            "user": (f"uid {self.uid} (unprivileged, this worker's own)" if self.mode == "root"
+                     else "the grader's uid in a user namespace, no capabilities"),
+            "syscalls": ("no new user namespaces, no keyrings, no memfd (seccomp)" if blocked
+                         else f"NOT filtered (no seccomp filter for {os.uname().machine})"),
+            "cgroup": self.cgroup_why,
+        }
+
+
+def cuda_possible() -> bool:
+    return os.path.exists("/dev/nvidiactl")
 
 
 def fresh_uid_block(n: int) -> int:
-    """The first of `n` uids that no process uses, no account names, and no other grading run holds.
-
-    Two grading runs on one machine must never share a sandbox uid: a sandbox kills every
-    process of its uid when a cell ends.
-    """
+    """The first of `n` uids that no process uses, no account names, and no other grading run holds."""
     import pwd
     import secrets as _secrets
 
@@ -102,367 +319,3 @@ def _has_account(uid: int, pwd) -> bool:
         return True
     except KeyError:
         return False
-
-
-def secret_paths(course_dir: Path, repo_root: Path, extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
-    """(directories to hide, paths inside them to keep visible) for a student's process.
-
-    Hidden: the course directory, the repository's parent (solutions/, autograder/,
-    chapters/, tests/, .git, sibling checkouts), /root, /home, and `extra`. Kept: what
-    the notebook's interpreter needs (the Python installation, the virtual environment,
-    attnlab's sources).
-    """
-    import site
-    import sysconfig
-
-    parent = repo_root.parent if repo_root.parent != Path("/") else repo_root
-    hide = [str(course_dir), str(parent), str(repo_root), "/root", "/home", *extra]
-    paths = sysconfig.get_paths()
-    keep = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix, paths["stdlib"], paths["platstdlib"],
-            paths["purelib"], paths["platlib"], *site.getsitepackages(),
-            os.path.dirname(os.path.realpath(sys.executable)), str(repo_root / "attnlab")]
-    keep = [os.path.realpath(p) for p in keep if p and os.path.isdir(p)]
-    hide = [os.path.realpath(d) for d in dict.fromkeys(hide) if os.path.isdir(d)]
-    secrets = [os.path.realpath(p) for p in (course_dir, repo_root / "solutions", repo_root / "autograder")]
-    keep = [k for k in keep if not any(s == k or _inside(s, k) for s in secrets)]  # never re-expose a secret
-    return list(dict.fromkeys(hide)), sorted(set(keep))
-
-
-def prepare_worker() -> None:
-    """In the warm worker: unreadable by same-uid processes, adopts orphans, dies with the grader."""
-    _prctl(PR_SET_DUMPABLE, 0)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def isolate_worker(plan: Plan) -> dict:
-    """Once per worker, before any notebook: its own network and mount namespaces with the secrets covered.
-
-    Every child forked later inherits them, so a notebook pays only for its private /tmp.
-    Returns {step: what held}.
-    """
-    report: dict[str, str] = {}
-    net = 0 if plan.network else CLONE_NEWNET
-    if plan.root:
-        ok = _libc.unshare(CLONE_NEWNS | net) == 0
-    else:
-        uid, gid = os.getuid(), os.getgid()
-        ok = _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | net) == 0
-        if ok:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                try:
-                    Path(f"/proc/self/{name}").write_text(text)
-                except OSError:
-                    pass
-    if not ok:
-        report["namespaces"] = (f"unshare failed ({os.strerror(ctypes.get_errno())}): the notebooks can use the "
-                                "network and read whatever the grader's user can read")
-        report["network"] = "host network (no namespace)"
-        return report
-    report["network"] = "host network (allowed by limits)" if plan.network else \
-        "none (own network namespace)" if plan.root else "none (own network namespace in a user namespace)"
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _hide(plan, report)
-    if plan.root and _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2"):
-        report["proc"] = "other users' processes hidden (hidepid=2)"
-    return report
-
-
-def enter(plan: Plan, limits: Limits, files: list[tuple[str, bytes]], threads: int) -> dict:
-    """Isolate this freshly forked child: private /tmp, own user, rlimits, clean environment; {step: what held}."""
-    report: dict[str, str] = dict(plan.worker_report)
-    os.setsid()
-    private = "namespaces" not in report and _libc.unshare(CLONE_NEWNS) == 0
-    if private:
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        private = _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV,
-                         f"size={limits.disk_mb}m,mode={'1777' if plan.root else '0700'}")
-        if plan.root and os.path.isdir("/dev/shm"):
-            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
-    report["tmp"] = "private tmpfs" if private else "shared /tmp (no private mount possible)"
-    workdir = _workdir(plan, files, report)
-    _drop_privileges(plan, report)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:
-        os._exit(70)  # the worker is already gone
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    _rlimits(limits, plan, report)
-    _environment(plan, workdir, threads)
-    block_imports()
-    report["imports"] = "solutions and autograder cannot be imported"
-    return report
-
-
-def _hide(plan: Plan, report: dict) -> None:
-    """Cover each secret directory with an empty read-only tmpfs, re-exposing only the kept paths in it."""
-    covered: list[str] = []
-    missed: list[str] = []
-    for d in sorted(plan.hide, key=len):  # outer directories first
-        if any(d == c or _inside(d, c) for c in covered):
-            continue  # under an earlier cover already (only kept paths show through)
-        if any(d == k or _inside(d, k) for k in plan.keep):
-            missed.append(d)  # inside what the interpreter needs: cannot be covered
-            continue
-        (covered if _cover(d, [k for k in plan.keep if _inside(k, d)]) else missed).append(d)
-    for f in plan.hide_files:
-        if not _mount("/dev/null", f, None, MS_BIND):
-            missed.append(f)
-    report["files"] = f"covered: {', '.join(covered)}" + (f"; NOT covered: {', '.join(missed)}" if missed else "")
-
-
-def _inside(path: str, directory: str) -> bool:
-    return path.startswith(directory.rstrip("/") + "/")
-
-
-def _cover(directory: str, keeps: list[str]) -> bool:
-    """An empty tmpfs over `directory`; each of `keeps` (inside it) bind-mounted back."""
-    handles = []
-    for k in keeps:
-        try:
-            handles.append((k, os.open(k, os.O_PATH)))
-        except OSError:
-            pass
-    if not _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755"):
-        return False
-    for k, fd in handles:
-        try:
-            os.makedirs(k, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC)
-        except OSError:
-            pass
-        os.close(fd)
-    _mount("tmpfs", directory, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    return True
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
-    def enc(s: str | None) -> bytes | None:
-        return None if s is None else s.encode()
-
-    return _libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
-
-
-def _workdir(plan: Plan, files: list[tuple[str, bytes]], report: dict) -> str:
-    """A fresh working directory holding only this submission's files, owned by the sandbox user."""
-    import tempfile
-
-    private = report.get("tmp") == "private tmpfs"
-    workdir = os.path.join(plan.scratch, WORKDIR_NAME) if private else tempfile.mkdtemp(prefix="ag-sandbox-")
-    os.makedirs(workdir, mode=0o700, exist_ok=True)
-    for rel, data in files:
-        target = os.path.normpath(os.path.join(workdir, rel))
-        if not target.startswith(workdir + os.sep):
-            continue
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as f:
-            f.write(data)
-    if plan.root:
-        for base, dirs, names in os.walk(workdir):
-            for name in [base, *(os.path.join(base, n) for n in dirs + names)]:
-                os.chown(name, plan.uid, plan.uid)
-    os.chdir(workdir)
-    report["workdir"] = workdir + (" (private)" if private else " (shared /tmp: other users may list it)")
-    return workdir
-
-
-def _drop_privileges(plan: Plan, report: dict) -> None:
-    if plan.root:
-        os.setgroups([])
-        os.setresgid(plan.uid, plan.uid, plan.uid)
-        os.setresuid(plan.uid, plan.uid, plan.uid)
-        report["user"] = f"uid {plan.uid} (unprivileged, this worker's own)"
-    else:
-        _drop_capabilities()
-        report["user"] = f"uid {os.getuid()} (the grader's own user)"
-
-
-def _drop_capabilities() -> None:
-    """Clear every capability (those a new user namespace grants) so mounts cannot be undone."""
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header, data = Header(0x20080522, 0), (Data * 2)()
-    _libc.capset(ctypes.byref(header), data)
-
-
-def _rlimits(limits: Limits, plan: Plan, report: dict) -> None:
-    mb = 1 << 20
-    vm = _vm()
-    data = vm.get("VmData", 0) + limits.memory_mb * mb
-    space = vm.get("VmSize", 0) + 2 * limits.memory_mb * mb + (1 << 30)
-    procs = limits.procs if plan.root else _user_tasks(os.getuid()) + limits.procs
-    settings = [(resource.RLIMIT_DATA, data), (resource.RLIMIT_FSIZE, limits.disk_mb * mb),
-                (resource.RLIMIT_NOFILE, limits.open_files), (resource.RLIMIT_NPROC, procs),
-                (resource.RLIMIT_CORE, 0)]
-    if not _cuda_possible():
-        settings.append((resource.RLIMIT_AS, space))  # CUDA reserves terabytes of address space
-    for which, value in settings:
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the cap fails with EFBIG instead
-    report["limits"] = (f"memory +{limits.memory_mb} MiB, {procs} tasks, files {limits.disk_mb} MiB, "
-                        f"{limits.open_files} open files")
-
-
-def _vm() -> dict[str, int]:
-    out = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmData", "VmSize"):
-            out[key] = int(value.split()[0]) * 1024
-    return out
-
-
-def _cuda_possible() -> bool:
-    return os.path.exists("/dev/nvidiactl")
-
-
-def _user_tasks(uid: int) -> int:
-    """Tasks (threads included) of user `uid`, which RLIMIT_NPROC counts."""
-    n = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    n += len(os.listdir(f"/proc/{entry.name}/task"))
-            except OSError:
-                pass
-    return n
-
-
-def _environment(plan: Plan, workdir: str, threads: int) -> None:
-    """The same variables as stock nbgrader's kernel sees, and nothing of the grader's."""
-    private_tmp = workdir.startswith(plan.scratch + "/" + WORKDIR_NAME)
-    env = {
-        "PATH": os.pathsep.join([plan.venv_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": workdir, "TMPDIR": plan.scratch if private_tmp else workdir, "LANG": "C.UTF-8",
-        "MPLBACKEND": "module://matplotlib_inline.backend_inline", "MPLCONFIGDIR": os.path.join(workdir, ".config"),
-        "NBGRADER_EXECUTION": "autograde", "ATTNLAB_GRADING": "1", "PYTHONHASHSEED": "0",
-        "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-    }
-    os.environ.clear()
-    os.environ.update(env)
-
-
-class _Blocker:
-    """A meta path finder that refuses the instructor-only packages."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name.split(".")[0] in BLOCKED_PACKAGES:
-            raise ModuleNotFoundError(f"No module named {name!r} (not available while grading)", name=name)
-        return None
-
-    def invalidate_caches(self) -> None:
-        return None
-
-
-def block_imports() -> None:
-    """Make `import solutions` / `import autograder` fail and forget any loaded module of theirs."""
-    sys.meta_path.insert(0, _Blocker())
-    for name in list(sys.modules):
-        if name.split(".")[0] in BLOCKED_PACKAGES:
-            del sys.modules[name]
-
-
-def _prctl(option: int, value: int) -> bool:
-    return _libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
-
-
-def sweep(plan: Plan, pgid: int | None = None) -> int:
-    """Kill every process the sandbox left (root: all of its uid; else its group and orphans); reap them."""
-    if plan.root:
-        pid = os.fork()
-        if pid == 0:  # as the sandbox's uid, kill(-1) reaches exactly its processes, atomically
-            try:
-                os.setresgid(plan.uid, plan.uid, plan.uid)
-                os.setresuid(plan.uid, plan.uid, plan.uid)
-                for _ in range(50):
-                    os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
-            os._exit(0)
-        os.waitpid(pid, 0)
-    else:
-        if pgid:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except OSError:
-                pass
-        for orphan in _adopted_children():
-            try:
-                os.kill(orphan, signal.SIGKILL)
-            except OSError:
-                pass
-    return reap()
-
-
-def kill_strays(plan: Plan) -> None:
-    """From inside the sandbox: stop every other process it started (no process outlives its cell)."""
-    if plan.root:
-        try:
-            os.kill(-1, signal.SIGKILL)  # as the sandbox's own uid: all of its processes but this one
-        except OSError:
-            pass
-        return
-    me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and int(entry.name) != me:
-            try:
-                fields = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[3]) == me:  # in this sandbox's session
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, IndexError, ValueError):
-                pass
-
-
-def leftovers(plan: Plan) -> bool:
-    """Whether any live process of the sandbox's uid remains (root mode only; cheap /proc scan)."""
-    if not plan.root:
-        return bool(_adopted_children())
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == plan.uid and _state(entry.name) != "Z":
-                    return True
-            except OSError:
-                pass
-    return False
-
-
-def _state(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "?"
-
-
-def _adopted_children() -> list[int]:
-    """Processes re-parented to this worker (it is a subreaper), i.e. a dead sandbox's orphans."""
-    me, out = str(os.getpid()), []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
-                if stat[1] == me and stat[0] != "Z":
-                    out.append(int(entry.name))
-            except (OSError, IndexError):
-                pass
-    return out
-
-
-def reap() -> int:
-    """Collect every exited child of this process; returns how many."""
-    n = 0
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return n
-        if pid == 0:
-            return n
-        n += 1

@@ -1,18 +1,21 @@
-"""The trusted decision, in the grader's process: trials out, outcomes in, `judge` decides.
+"""The rules of a graded cell, in the grader's process: outputs read back with caps, stock nbgrader's rule,
+and the hidden checks' verdicts.
 
-A test cell scores its points iff (1) it ran to the end in the sandbox, (2) stock
-nbgrader's rule gives it points (no error output, no stderr beyond the course's ignored
-pattern, the same partial-credit rule: `nbgrader.utils.determine_grade`), and (3) every
-hidden check named in its (restored, trusted) source reported from inside THIS cell and
-passed `autograder.judge.judge` here. The student's process only ever sent plain data.
+A test cell scores its points iff (1) it ran to the end in the sandbox, (2) stock nbgrader's
+rule gives it points (no error output, no stderr beyond the course's ignored pattern, the same
+partial-credit rule: `nbgrader.utils.determine_grade`), and (3) every hidden check named in its
+(restored, trusted) source reported from inside THIS cell and passed the judge. The student's
+process only ever sent plain data; anything that makes nbgrader's rule raise scores 0 with a
+reason instead of stopping the run.
 """
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
+import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from nbformat import NotebookNode, from_dict
 
@@ -20,22 +23,7 @@ from attnlab import wire
 from attnlab.grading import Outcome
 from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
 
-
-@dataclass
-class Trials:
-    """The run's trial inputs per hidden check, drawn once from the run's secret seed."""
-
-    seed: int
-    by_name: dict[str, list[tuple]] = field(default_factory=dict)
-    encoded: dict[str, bytes] = field(default_factory=dict)
-
-    def add(self, name: str) -> None:
-        """Draw (once) and encode the trials of check `name`; KeyError for an unknown check."""
-        from autograder.judge import make_trials, sent
-
-        if name not in self.by_name:
-            self.by_name[name] = make_trials(name, self.seed)
-            self.encoded[name] = wire.encode(sent(name, self.by_name[name]))  # what only the judge sees stays here
+PIECE_BYTES = 64  # what one output piece costs against the byte cap, besides its text
 
 
 @dataclass
@@ -51,83 +39,85 @@ class CellScore:
     seconds: float
 
 
-class Judge:
-    """Decides hidden checks from outcome blobs, caching verdicts by (check, outcomes)."""
-
-    def __init__(self, trials: Trials) -> None:
-        self.trials = trials
-        self.cache: dict[tuple[str, str], tuple[bool, str]] = {}
-
-    def verdict(self, name: str, blobs: list[bytes]) -> tuple[bool, str]:
-        """(passed, message) for one report of check `name`."""
-        key = (name, hashlib.sha256(b"\0".join(blobs) + str(len(blobs)).encode()).hexdigest())
-        if key not in self.cache:
-            self.cache[key] = self._decide(name, blobs)
-            if len(self.cache) > 50_000:
-                self.cache.clear()
-        return self.cache[key]
-
-    def _decide(self, name: str, blobs: list[bytes]) -> tuple[bool, str]:
-        if name not in self.trials.by_name:
-            return False, f"unknown check {name!r}"
-        return self._decide_plain(name, [decode_outcome(b) for b in blobs])
-
-    def _decide_plain(self, name: str, outcomes: list[Outcome]) -> tuple[bool, str]:
-        from autograder.judge import judge
-
-        try:
-            v = judge(name, self.trials.by_name[name], outcomes)
-        except Exception as exc:  # noqa: BLE001 - a strange value must not stop the run
-            return False, f"the grader could not compare the result ({type(exc).__name__}: {str(exc)[:200]})"
-        return bool(v.passed), str(v.message)
-
-
 def decode_outcome(blob: bytes) -> Outcome:
     """One outcome from the student's process (plain data only; devices recorded)."""
     try:
         d = wire.decode(blob, record_device=True)
     except wire.WireError as exc:
         return Outcome(error=f"the result could not be read ({exc})")
+    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+        return Outcome(error=f"the result could not be read ({type(exc).__name__})")
     if not isinstance(d, dict) or set(d) != {"value", "error"} or not (d["error"] is None or isinstance(d["error"], str)):
         return Outcome(error="the result could not be read (malformed)")
     return Outcome(value=d["value"], error=d["error"])
 
 
-
-def outputs_from(blob: bytes) -> list[NotebookNode]:
-    """Validated nbformat outputs from the student's process (anything else dropped)."""
+def outputs_from(blob: bytes, max_bytes: int, max_items: int, count: int | None = None) -> list[NotebookNode]:
+    """Validated nbformat outputs from the student's process, at most `max_bytes` of text in at most
+    `max_items` pieces (the rest dropped, with a note); anything that is not an output is dropped."""
     try:
         raw = json.loads(blob.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
         return [error_output("OutputError", "the cell's outputs could not be read")]
-    out = []
-    for o in raw if isinstance(raw, list) else []:
-        if not isinstance(o, dict):
+    out: list[NotebookNode] = []
+    left = max_bytes
+    items = raw if isinstance(raw, list) else []
+    for at, o in enumerate(items):
+        node = _output(o, count)
+        if node is None:
             continue
-        kind = o.get("output_type")
-        if kind == "stream" and o.get("name") in ("stdout", "stderr") and isinstance(o.get("text"), str):
-            out.append(from_dict({"output_type": "stream", "name": o["name"], "text": o["text"]}))
-        elif kind in ("display_data", "execute_result") and isinstance(o.get("data"), dict):
-            data = {k: v for k, v in o["data"].items() if k in SAFE_MIME and isinstance(v, str)}
-            if not data:
-                continue
-            md = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
-            node = {"output_type": kind, "data": data, "metadata": _metadata(md, data)}
-            if kind == "execute_result":
-                node["execution_count"] = o.get("execution_count") if isinstance(o.get("execution_count"), int) else None
-            out.append(from_dict(node))
-        elif kind == "error":
-            tb = o.get("traceback")
-            out.append(error_output(str(o.get("ename", "Error"))[:200], str(o.get("evalue", ""))[:2000],
-                              [str(x) for x in tb[:200]] if isinstance(tb, list) else None))
+        size = _size(node) + PIECE_BYTES
+        if len(out) >= max_items or size > left:
+            error = node if node.output_type == "error" else next(
+                (e for e in (_output(x, count) for x in items[at + 1:] if isinstance(x, dict)
+                             and x.get("output_type") == "error") if e is not None), None)
+            if error is not None and not any(x.output_type == "error" for x in out):
+                error.traceback = []  # an error decides the grade: always kept, shortened
+                out.append(error)
+            out.append(from_dict({"output_type": "stream", "name": "stdout",
+                                  "text": "\n... output truncated by the grader: the cell's output reached its limit ...\n"}))
+            break
+        left -= size
+        out.append(node)
     return out
+
+
+def _output(o: object, count: int | None) -> NotebookNode | None:
+    if not isinstance(o, dict):
+        return None
+    kind = o.get("output_type")
+    if kind == "stream" and o.get("name") in ("stdout", "stderr") and isinstance(o.get("text"), str):
+        return from_dict({"output_type": "stream", "name": o["name"], "text": o["text"]})
+    if kind in ("display_data", "execute_result") and isinstance(o.get("data"), dict):
+        data = {k: v for k, v in o["data"].items() if k in SAFE_MIME and isinstance(v, str)}
+        if not data:
+            return None
+        md = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+        node = {"output_type": kind, "data": data, "metadata": _metadata(md, data)}
+        if kind == "execute_result":
+            node["execution_count"] = count
+        return from_dict(node)
+    if kind == "error":
+        tb = o.get("traceback")
+        return error_output(str(o.get("ename", "Error"))[:200], str(o.get("evalue", ""))[:2000],
+                            [str(x)[:4000] for x in tb[:100]] if isinstance(tb, list) else None)
+    return None
+
+
+def _size(node: NotebookNode) -> int:
+    if node.output_type == "stream":
+        return len(node.text)
+    if node.output_type == "error":
+        return len(node.evalue) + sum(map(len, node.traceback))
+    return sum(len(v) for v in node.data.values())
 
 
 def _metadata(md: dict, data: dict) -> dict:
     out = {}
     for mime, value in md.items():
         if mime in data and isinstance(value, dict):
-            out[mime] = {k: v for k, v in value.items() if k in ("width", "height") and isinstance(v, (int, float))}
+            out[mime] = {k: v for k, v in value.items()
+                         if k in ("width", "height") and type(v) in (int, float) and math.isfinite(v) and 0 <= v < 1e5}
     return out
 
 
@@ -138,14 +128,23 @@ def error_output(ename: str, evalue: str, traceback: list[str] | None = None) ->
 
 
 def stock_grade(cell: NotebookNode, ignore: str | None) -> tuple[float | None, str]:
-    """Stock nbgrader's grade of an executed cell (IgnorePattern, then determine_grade) and why."""
+    """Stock nbgrader's grade of an executed cell (IgnorePattern, then determine_grade) and why.
+
+    Where nbgrader itself would raise (a partial-credit value above the cell's points, a result
+    without text/plain), the cell scores 0 with the reason: the run goes on.
+    """
     from nbgrader.utils import determine_grade
 
     cell = copy.deepcopy(cell)
     if ignore:
         cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr"
                                                         and re.search(ignore, o.text))]
-    score, max_score = determine_grade(cell)
+    try:
+        score, max_score = determine_grade(cell)
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:
+        return 0.0, f"the cell's last value could not be read as a grade ({type(exc).__name__}: {_line(str(exc))})"
+    if score is not None and not math.isfinite(score):
+        return 0.0, "the cell's last value is not a finite number of points"
     if score == 0:
         for o in cell.outputs:
             if o.output_type == "error":
@@ -162,20 +161,35 @@ def _line(text: str) -> str:
     return (lines[0] if lines else "")[:300]
 
 
-def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[bytes]]], judge: Judge,
-               ignore: str | None) -> CellScore:
-    """Score one graded cell whose outputs are already in place; appends the failure as an error output."""
+Verdicts = Callable[[str, list[bytes]], tuple[bool, str]]
+
+
+def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[bytes]]], verdict: Verdicts,
+               ignore: str | None, release: str | None = None) -> CellScore:
+    """Score one graded cell whose outputs are already in place; appends the failure as an error output.
+
+    `release` is the checksum of the released cell (from the gradebook): a manually graded answer
+    whose checksum is unchanged scores 0, "no response" (nbgrader's rule), else waits for a person.
+    """
     meta = cell.metadata.nbgrader
     gid, points = meta["grade_id"], float(meta.get("points", 0))
     status, seconds = record.get("status", "skipped"), float(record.get("seconds") or 0.0)
     if not is_test(cell):  # a manually graded answer: nbgrader's rule (None, or 0 if unchanged)
-        score, _ = stock_grade(cell, ignore)
+        answer = copy.deepcopy(cell)
+        answer.metadata.nbgrader.pop("checksum", None)  # only the release's checksum is trusted
+        if release:
+            answer.metadata.nbgrader["checksum"] = release
+        from nbgrader.utils import determine_grade
+
+        score, _ = determine_grade(answer)
         return CellScore(gid, score, points, "needs manual grading" if score is None else "no response", [], status, seconds)
     if status in ("killed", "skipped"):
         reason = str(record.get("reason") or status)
         cell.outputs.append(error_output("CellStopped", reason))
         return CellScore(gid, 0.0, points, reason, [], status, seconds)
     score, reason = stock_grade(cell, ignore)
+    if status == "error" and score:  # it raised, whatever its outputs say
+        score, reason = 0.0, "the cell raised an error"
     failed: list[str] = []
     messages: list[str] = []
     for name in hidden_check_names(cell.source):
@@ -186,7 +200,7 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
                 messages.append(_fail(cell, name, "it did not report (was hidden_check replaced?)"))
             continue
         for blobs in mine:
-            ok, message = judge.verdict(name, blobs)
+            ok, message = verdict(name, blobs)
             if not ok:
                 failed.append(name)
                 messages.append(_fail(cell, name, message))

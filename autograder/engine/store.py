@@ -4,7 +4,7 @@ Durability: a notebook's autograded copy and `grading_log.json` are written atom
 (write, then rename), then its grades are set in nbgrader's gradebook and committed,
 before the next notebook is recorded. A notebook counts as graded when its log matches
 the submission's and the source's checksums AND the gradebook holds an auto score for each
-of its graded cells; anything less is graded again (overwriting, never duplicating: the
+of its autograded cells; anything less is graded again (overwriting, never duplicating: the
 gradebook has one Grade row per cell and submission).
 """
 from __future__ import annotations
@@ -71,7 +71,11 @@ def sha256_file(path: Path) -> str | None:
 
 
 def is_graded(gb, sub: Submission) -> bool:
-    """The log matches the current files and every graded cell has an auto score in the gradebook."""
+    """The log matches the current files and every autograded (test) cell has an auto score in the gradebook.
+
+    A manually graded answer has none until it is graded by hand (nbgrader's rule), so it does
+    not count: otherwise such a notebook would be graded again on every run.
+    """
     log = gradinglog.read(sub.out_dir, sub.notebook)
     if log is None or log.engine != gradinglog.ENGINE_VERSION or not (sub.out_dir / f"{sub.notebook}.ipynb").exists():
         return False
@@ -81,9 +85,21 @@ def is_graded(gb, sub: Submission) -> bool:
 
     try:
         nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+        answers = {c.name for c in gb.find_notebook(sub.notebook, sub.assignment).solution_cells}
     except MissingEntry:
         return False
-    return all(g.auto_score is not None for g in nb.grades)
+    return all(g.auto_score is not None for g in nb.grades if g.name not in answers)
+
+
+def release_checksums(gb, assignment: str, notebook: str) -> dict[str, str]:
+    """{grade_id: checksum} of the released solution cells (nbgrader's "unchanged means no response")."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        source = gb.find_notebook(notebook, assignment)
+    except MissingEntry:
+        return {}
+    return {c.name: c.checksum for c in source.source_cells if c.checksum}
 
 
 def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: NotebookLog) -> None:
@@ -162,13 +178,13 @@ def record_grades(gb, sub: Submission, scores: dict[str, float | None], responde
             nb = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
     cache = {} if cache is None else cache
     key = (sub.assignment, sub.notebook)
-    if key not in cache:  # {grade_id: database id} of the notebook's grade and solution cells
-        source = gb.find_notebook(sub.notebook, sub.assignment)
-        cache[key] = {c.name: c.id for c in [*source.grade_cells, *source.solution_cells]}
-    cells = cache[key]
+    if key not in cache:  # {grade_id: database id}: grades belong to grade cells, comments to solution cells
+        source = gb.find_notebook(sub.notebook, sub.assignment)  # (a manual answer is both: one name, two ids)
+        cache[key] = ({c.name: c.id for c in source.grade_cells}, {c.name: c.id for c in source.solution_cells})
+    grade_ids, solution_ids = cache[key]
     updated = 0
     for gid, score in scores.items():
-        updated += gb.db.query(Grade).filter(Grade.notebook_id == nb.id, Grade.cell_id == cells.get(gid)).update(
+        updated += gb.db.query(Grade).filter(Grade.notebook_id == nb.id, Grade.cell_id == grade_ids.get(gid)).update(
             {Grade.auto_score: score,
              Grade.needs_manual_grade: Grade.manual_score.isnot(None) if score is not None else True},
             synchronize_session=False)
@@ -177,6 +193,6 @@ def record_grades(gb, sub: Submission, scores: dict[str, float | None], responde
         raise RuntimeError(f"{sub.key}: the gradebook has {updated} of the {len(scores)} graded cells; "
                            "was the assignment released again during grading?")
     for gid, answered in responded.items():
-        gb.db.query(Comment).filter(Comment.notebook_id == nb.id, Comment.cell_id == cells.get(gid)).update(
+        gb.db.query(Comment).filter(Comment.notebook_id == nb.id, Comment.cell_id == solution_ids.get(gid)).update(
             {Comment.auto_comment: None if answered else "No response."}, synchronize_session=False)
     gb.db.commit()

@@ -2,8 +2,9 @@
 
 An attack either replaces one solution cell's source (`cell`, `source`: `{ref}` stands for
 the reference solution of that cell, `{wrong:<cell>}` / `{wrong:<cell>:<k>}` for the
-first / k-th wrong one of that cell in solutions/mistakes, `{repo}` and `{course}` for the repository and course directories) or
-changes the whole notebook (`mutate`: returns a notebook, or raw bytes to submit).
+first / k-th wrong one of that cell in solutions/mistakes, `{repo}`, `{course}` and `{other}`
+for the repository, the course directory and another checkout beside it (under /tmp, holding
+solutions/)) or changes the whole notebook (`mutate`: returns a notebook, or raw bytes to submit).
 `lost` are the test cells that must score 0 ("all": every one); every other test cell must
 get full marks. `feedback` must appear in the student's grading log or autograded notebook.
 """
@@ -54,7 +55,7 @@ def build(attack: Attack, source: nbformat.NotebookNode, context: dict) -> nbfor
 
 
 def fill(template: str, ref: str, context: dict) -> str:
-    """Expand {ref}, {wrong:<cell>}, {repo}, {course} in an attack's source."""
+    """Expand {ref}, {wrong:<cell>}, {repo}, {course}, {other} in an attack's source."""
     from solutions.mistakes import wrong_for
 
     text = textwrap.dedent(template).strip("\n")
@@ -63,4 +64,6 @@ def fill(template: str, ref: str, context: dict) -> str:
         k = seen[w.cell] = seen.get(w.cell, -1) + 1
         body = textwrap.dedent(w.source).strip("\n")
         text = text.replace(f"{{wrong:{w.cell}:{k}}}", body).replace(f"{{wrong:{w.cell}}}", body)
-    return text.replace("{ref}", ref).replace("{repo}", str(context["repo"])).replace("{course}", str(context["course"]))
+    for key in ("repo", "course", "other"):
+        text = text.replace(f"{{{key}}}", str(context.get(key, "")))
+    return text.replace("{ref}", ref)

@@ -6,11 +6,12 @@ import json
 import nbformat
 
 from tests.adversarial import Attack, cell, fill
+from tests.adversarial.scan import SCANNER
 
 SA, TR = "test_self_attention", "test_transformer"
 ALL = "all"
 AFTER_SA = (TR, "test_parallel_time_serial", "test_parallel_time_log", "test_softmax_time",
-            "test_softmax_time_practice", "test_layer_time_practice")
+            "test_softmax_time_practice", "test_layer_time", "test_layer_time_practice")
 
 
 def _edit_test(nb, ctx):
@@ -85,8 +86,18 @@ for p in paths:
         leaks += [p] if (os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(1) is not None) else []
     except OSError:
         pass
-for pattern in ["/tmp/*/gradebook.db", "/tmp/**/solutions/*.py"]:
+paths = ["{other}/solutions/ch1.py", "{other}/solutions", "{other}/.venv/lib/python3.11/site-packages/solutions",
+         "{other}/.git/HEAD"]
+for p in paths:
+    if os.path.exists(p):
+        leaks.append(p)
+for pattern in ["/tmp/*/gradebook.db", "/tmp/**/solutions/*.py", "/**/solutions/ch1.py", "/**/gradebook.db"]:
     leaks += glob.glob(pattern, recursive=True)
+for base, dirs, files in os.walk("/"):
+    if base.startswith(("/proc", "/sys")):
+        dirs[:] = []
+        continue
+    leaks += [os.path.join(base, d) for d in dirs if d in ("solutions", "autograder", "chapters", ".git", "nbgrader_config")]
 try:
     db = sqlite3.connect("file:{course}/gradebook.db?mode=rw", uri=True)
     db.execute("UPDATE grade SET auto_score = 100")
@@ -139,8 +150,8 @@ ATTACKS = [
            "sys.exit is an exception in the cell"),
     Attack("os_exit", "parallel_time_log", "import os\nos._exit(0)\n{ref}", ("test_parallel_time_log",),
            "exited with code 0", "the process dies: only that cell is lost"),
-    Attack("kill_self", "layer_time_practice", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n{ref}",
-           ("test_layer_time_practice",), "SIGKILL", "the process dies: only that cell is lost"),
+    Attack("kill_self", "layer_time", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n{ref}",
+           ("test_layer_time", "test_layer_time_practice"), "SIGKILL", "the process dies: only that cell is lost"),
     Attack("pipe_garbage", "parallel_time_serial", '''
         {ref}
         import os
@@ -152,15 +163,16 @@ ATTACKS = [
         ''', ("test_parallel_time_serial",), "malformed data", "garbage on the channel to the grader"),
     # ---- tampering with the comparison ----------------------------------------------------------
     Attack("rebind_allclose", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import numpy, numpy.testing
         torch.allclose = lambda *a, **k: True
         torch.equal = lambda *a, **k: True
         numpy.allclose = lambda *a, **k: True
         numpy.testing.assert_allclose = lambda *a, **k: None
-        ''', (SA,), "differs from the reference", "patched comparisons only fool the student's own process"),
+        ''', (SA, TR), "Explained", "patched comparisons only fool the student's own process: an allclose that "
+           "always agrees trips the visible tests' diagnoses of known mistakes, and the hidden check is judged outside"),
     Attack("rebind_test_helpers", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import attnlab.testing
         expect_close = expect_shape = expect_like = lambda *a, **k: None
         attnlab.testing.expect_close = attnlab.testing.expect_shape = lambda *a, **k: None
@@ -203,13 +215,14 @@ ATTACKS = [
             return _self_attention(M, WQ, WK, WV).as_subclass(Liar)
         ''', (SA, TR), "tensor subclass", "a tensor subclass is not sent"),
     Attack("nbgrader_execution_sniffing", "self_attention", '''
-        {wrong:self_attention:1}
+        {wrong:self_attention:4}
         import os
         print("NBGRADER_EXECUTION =", os.environ.get("NBGRADER_EXECUTION"))
         if os.environ.get("NBGRADER_EXECUTION") == "autograde":
             torch.allclose = lambda *a, **k: True
             expect_close = expect_shape = expect_like = lambda *a, **k: None
-        ''', (SA,), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing"),
+        ''', (SA, TR), "NBGRADER_EXECUTION = autograde", "knowing it is graded changes nothing (its patched "
+                                                            "allclose trips the visible transformer test, as in rebind_allclose)"),
     # ---- editing the notebook -------------------------------------------------------------------
     Attack("edit_test_cell", mutate=_edit_test, lost=(SA,), feedback="was restored",
            why="a locked cell comes back from the source notebook"),
@@ -294,4 +307,215 @@ ATTACKS = [
     Attack("json_not_notebook", mutate=lambda nb, ctx: json.dumps({"hello": 1}).encode(), lost=ALL,
            feedback="not a Jupyter notebook"),
     Attack("other_chapter", mutate=_other_chapter, lost=ALL, feedback="another chapter"),
+]
+
+
+# ---- what a process can send, and what it finds around it ----------------------------------------
+_FORGE = """
+import json as _json, os as _os, select as _select, stat as _stat
+def _forge(header, blobs=(), raw=None):
+    head = raw if raw is not None else _json.dumps({**header, "blobs": [len(b) for b in blobs]}).encode()
+    body = len(head).to_bytes(4, "little") + head + b"".join(blobs)
+    frame = memoryview(len(body).to_bytes(8, "little") + body)
+    for fd in map(int, _os.listdir("/proc/self/fd")):
+        try:
+            if not _stat.S_ISSOCK(_os.fstat(fd).st_mode):
+                continue
+            view = frame
+            while view:
+                try:
+                    view = view[_os.write(fd, view):]
+                except BlockingIOError:
+                    _select.select([], [fd], [], 5)
+        except OSError:
+            pass
+"""
+
+_ENVIRONMENT = SCANNER + """
+found = _scan(rb"CANARY[0-9a-f]{32}", ("memory", "environment"))
+print("grader secrets found: 0" if not found["memory"] + found["environment"] else "LEAK" + "ED: " + str(found))
+"""
+
+_WRITE_ANYWHERE = """
+import os
+wrote = []
+for line in open("/proc/self/mountinfo").read().splitlines():
+    mount = line.split()[4]
+    try:
+        subdirs = [os.path.join(mount, d) for d in sorted(os.listdir(mount))[:40]]
+    except OSError:
+        subdirs = []
+    for d in [mount] + [d for d in subdirs if os.path.isdir(d) and not os.path.islink(d)]:
+        try:
+            with open(os.path.join(d, ".probe"), "w") as f:
+                f.write("x")
+            wrote.append(d)
+        except OSError:
+            pass
+outside = sorted({w for w in wrote if not w.startswith(("/tmp", "/dev/shm"))})
+print("wrote only to its own scratch" if not outside else "LEAK" + "ED: wrote to " + ", ".join(outside))
+"""
+
+_RESOURCES = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmget.restype = ctypes.c_int
+made = 0
+for _ in range(64):
+    if libc.shmget(0, ctypes.c_size_t(32 << 20), 0o1600) < 0:  # IPC_PRIVATE, IPC_CREAT | 0600
+        break
+    made += 32
+print(f"shm refused after {made} MiB")
+try:
+    os.memfd_create("hog")
+    print("memfd " + "allowed")
+except OSError as exc:
+    print("memfd refused:", exc.strerror)
+chunk, wrote = b"x" * (1 << 20), 0
+try:
+    with open("/tmp/fill", "wb") as f:
+        while wrote < (1 << 30):
+            f.write(chunk)
+            f.flush()
+            wrote += 1
+except OSError as exc:
+    print(f"tmp full after {wrote} MiB:", exc.strerror)
+os.remove("/tmp/fill")
+n = 0
+try:
+    while n < 100_000:
+        open(f"/tmp/f{n}", "w").close()
+        n += 1
+except OSError as exc:
+    print(f"tmp full after {n} files:", exc.strerror)
+"""
+
+
+def _setsid_daemons(nb, ctx):
+    """Daemons that leave the session (double fork, setsid) in one cell; a later cell counts what is left."""
+    cell(nb, "transformer").source = fill("{ref}", cell(nb, "transformer").source, ctx) + """
+import os, time
+for _ in range(5):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            while True:
+                time.sleep(0.1)
+        os._exit(0)
+time.sleep(0.5)
+"""
+    c = cell(nb, "parallel_time_serial")
+    c.source = c.source + """
+import os
+left = [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", str(os.getpid()))]
+print("processes left:", len(left))
+"""
+    return nb
+
+
+_CPU_HOG = """
+import os, time
+hogs = []
+for _ in range(40):
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        while True:
+            pass
+    hogs.append(pid)
+time.sleep(3)
+print(f"{len(hogs)} busy processes for 3 s")
+"""
+
+_OWN_CHANNEL = """
+import sys
+import attnlab.grading as _grading
+_channel = _grading._channel
+_submit = _channel.submit
+_runner = sys.modules["inside.runner"]
+"""
+
+ATTACKS += [
+    # ---- earlier notebooks and the grader's environment (see also tests/test_engine_isolation.py) ----
+    Attack("grader_environment", "transformer", "{ref}\n" + _ENVIRONMENT, (), "grader secrets found: 0",
+           "the grader's environment (a database URL, an LMS token) is nowhere in the child's memory or env block"),
+    # ---- the filesystem is an allowlist -------------------------------------------------------------
+    Attack("write_anywhere", "transformer", "{ref}\n" + _WRITE_ANYWHERE, (), "wrote only to its own scratch",
+           "everything outside the private /tmp and /dev/shm is read-only or absent"),
+    # ---- resources that rlimits do not count --------------------------------------------------------
+    Attack("shm_memfd_tmpfs", "transformer", "{ref}\n" + _RESOURCES, (), "shm refused after 64 MiB",
+           "System V shared memory capped in the notebook's own IPC namespace, memfd refused, tmpfs capped"),
+    Attack("setsid_daemons", mutate=_setsid_daemons, lost=(), feedback="processes left: 0",
+           why="processes that leave the session still die: with their cell, and with the notebook's PID namespace"),
+    Attack("cpu_hog", "transformer", "{ref}\n" + _CPU_HOG, (), "40 busy processes",
+           "dozens of busy processes: the honest notebooks graded beside it keep their exact grades"),
+    # ---- the grader trusts nothing a child sends ----------------------------------------------------
+    Attack("forged_ready", "parallel_time_serial", "{ref}\n" + _FORGE + """
+_forge({"k": "ready", "sandbox": {"network": "host network", "files": "everything"}})
+""", ("test_parallel_time_serial",), "unexpected 'ready'",
+           "a late 'ready' is no part of a cell: the process is stopped and the isolation report stays the worker's"),
+    Attack("forged_start", "transformer", "def transformer(M, layers):\n    pass\n" + _FORGE + """
+import time
+while True:
+    _forge({"k": "start", "cell": 3})
+    time.sleep(0.5)
+""", (TR,), "unexpected 'start'", "cell boundaries are the worker's: a forged start neither resets nor extends a clock"),
+    Attack("huge_numbers", "parallel_time_log", "{ref}\n" + _FORGE + """
+_forge(None, raw=b'{"k": "done", "cell": 1' + b"0" * 400 + b', "error": NaN, "blobs": [0]}')
+""", ("test_parallel_time_log",), "malformed data", "numbers out of range or not finite are malformed frames"),
+    Attack("report_flood", "self_attention", "{ref}\n" + _FORGE + _OWN_CHANNEL + """
+def _flood(name, outcomes):
+    for _ in range(12):
+        _forge({"k": "report", "name": name}, [b"x" * (20 << 20)])
+    _submit(name, outcomes)
+_channel.submit = _flood
+""", ALL, "MiB of hidden-check results",
+           "the notebook's hidden-check results are bounded in total: past the budget, no later cell is heard"),
+    Attack("output_pieces", "transformer", "{ref}\nfrom IPython.display import display\nfor i in range(20_000):\n"
+           "    display(i)", (), "output truncated", "a hundred thousand display() calls: capped in pieces"),
+    Attack("forged_outputs", "transformer", "{ref}\n" + _OWN_CHANNEL + """
+def _outputs(name, outcomes):
+    _runner.SinkPublisher.sink.outputs.extend({"output_type": "stream", "name": "stdout", "text": "x"}
+                                              for _ in range(100_000))
+    _submit(name, outcomes)
+_channel.submit = _outputs
+""", (), "truncated by the grader", "outputs written past the child's own caps: the grader caps them again"),
+    Attack("partial_credit_overflow", "self_attention", "{ref}\n" + _OWN_CHANNEL + """
+def _overflow(name, outcomes):
+    if name == "ch1.self_attention":
+        _runner.SinkPublisher.sink.outputs.append(
+            {"output_type": "execute_result", "data": {"text/plain": "1e9"}, "metadata": {}, "execution_count": 1})
+    _submit(name, outcomes)
+_channel.submit = _overflow
+""", (SA,), "could not be read as a grade", "nbgrader raises on partial credit above the points: here 0, with why"),
+    Attack("execute_result_no_text", "transformer", "{ref}\n" + _OWN_CHANNEL + """
+def _no_text(name, outcomes):
+    if name == "ch1.transformer":
+        _runner.SinkPublisher.sink.outputs.append(
+            {"output_type": "execute_result", "data": {"image/png": "iVBORw0KGgo="}, "metadata": {},
+             "execution_count": 1})
+    _submit(name, outcomes)
+_channel.submit = _no_text
+""", (TR,), "could not be read as a grade", "nbgrader raises KeyError without text/plain: here 0, with why"),
+    Attack("judge_flood", "parallel_time_serial", "{ref}\n" + _OWN_CHANNEL + """
+from attnlab.grading import Outcome
+def _many(name, outcomes):
+    if name == "ch1.LAYER_TIME_PRACTICE":  # the right answer: a verdict already known (the cache) needs no budget
+        return _submit(name, outcomes)
+    for k in range(20, 84):  # every one valid, distinct, and slow to expand
+        _submit(name, [Outcome(value=f"(T+2*K)**{k} - (2*T+K)**{k}")])
+_channel.submit = _many
+""", AFTER_SA[1:-1], "longer than its budget",
+           "256 distinct symbolic answers to judge: the notebook's judging budget stops them, the run goes on, and the "
+           "next notebook gets a fresh budget"),
+    Attack("a_cache_poison", "self_attention", "{ref}\n" + _FORGE + _OWN_CHANNEL + """
+def _resplit(name, outcomes):
+    if name != "ch1.self_attention":
+        return _submit(name, outcomes)
+    blobs = [_runner._encode_outcome(o) for o in outcomes]
+    blobs[0], blobs[1] = blobs[0] + blobs[1][:1], blobs[1][1:]
+    _forge({"k": "report", "name": name}, blobs)
+_channel.submit = _resplit
+""", (SA,), "could not be read", "right outputs split at other places: an ambiguous cache key would have failed "
+        "every honest student after it; per-notebook trials and length-prefixed keys do not"),
 ]

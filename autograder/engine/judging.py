@@ -1,0 +1,267 @@
+"""Judging, with a time budget: the trusted comparison runs in a judge process the grader can stop.
+
+`autograder.judge` decides a hidden check from the student's outcomes and the reference
+(`solutions/`). Here it runs in a separate trusted process (`python -m autograder.engine.judging`,
+started fresh: it holds the checks and nothing of the students), which also draws each
+notebook's trial inputs from that notebook's own seed. The grader asks it for the verdicts of
+one notebook at a time and gives it `Limits.judge_seconds` of CPU time (and `wall_factor` times
+that in wall-clock time): past that, the process is killed and replaced, and the checks not yet
+decided fail with a sentence saying so. A symbolic answer that takes hours costs its author,
+never the next student, and never the run.
+
+Verdicts are cached only where they cannot depend on the notebook: a check without trial inputs
+(a symbolic answer), keyed by the check's name and an unambiguous digest of the outcomes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from autograder.engine import protocol
+
+STARTUP_SECONDS = 900.0
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    message: str
+    final: bool = True  # False: not a property of the outcomes (a budget ran out): never cached
+
+
+def digest(blobs: list[bytes]) -> str:
+    """sha256 of a length-prefixed encoding: two different lists of blobs never share it."""
+    h = hashlib.sha256(len(blobs).to_bytes(8, "little"))
+    for b in blobs:
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class JudgeClient:
+    """The grader's handle on the judge process: trials per seed, verdicts per notebook, with a budget."""
+
+    def __init__(self, wall_factor: float = 10.0) -> None:
+        self.wall_factor = wall_factor
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.reader: protocol.FrameReader | None = None
+        self.cache: OrderedDict[tuple[str, str, str], Verdict] = OrderedDict()
+        self.restarts = 0
+        self.seconds = 0.0
+
+    # ---- the process ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the judge process (returns at once; the first request waits for it)."""
+        if self.proc is not None:
+            return
+        ours, theirs = socket.socketpair()
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONPATH")}
+        env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.judging", str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, close_fds=True)
+        theirs.close()
+        ours.setblocking(False)
+        self.sock, self.reader = ours, protocol.FrameReader(ours.fileno(), 1 << 31)
+
+    def close(self) -> None:
+        """Stop the judge process (it holds nothing worth saving)."""
+        if self.proc is None:
+            return
+        self.sock.close()
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = self.sock = self.reader = None
+
+    def _kill(self) -> None:
+        """Stop the judge process and start a fresh one, ready before the next notebook's budget starts."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.sock.close()
+            self.proc = self.sock = self.reader = None
+            self.restarts += 1
+        self.known([])
+
+    def _ask(self, header: dict, blobs: list[bytes] = ()) -> None:
+        self.start()
+        protocol.send(self.sock.fileno(), header, blobs)
+
+    def _answer(self, timeout: float | None = STARTUP_SECONDS) -> protocol.Message:
+        msg = protocol.recv_blocking(self.reader, timeout=timeout)
+        if msg is None or msg.kind == "error":
+            why = msg.header.get("error") if msg is not None else "no answer"
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = self.sock = self.reader = None
+            raise RuntimeError(f"the judge process failed: {why}")
+        return msg
+
+    # ---- requests -----------------------------------------------------------------------------
+    def known(self, names: list[str]) -> list[str]:
+        """The names that are not hidden checks."""
+        self._ask({"k": "known", "names": names})
+        return list(self._answer().header["unknown"])
+
+    def trials(self, seed: int, names: list[str]) -> dict[str, bytes]:
+        """Each check's trial inputs drawn from `seed`, wire-encoded (the bytes the notebook receives)."""
+        self._ask({"k": "trials", "seed": seed, "names": names})
+        msg = self._answer()
+        return dict(zip(names, msg.blobs))
+
+    def selfcheck(self, seed: int, names: list[str]) -> list[str]:
+        """Problems found judging the reference against itself (none expected)."""
+        self._ask({"k": "selfcheck", "seed": seed, "names": names})
+        return list(self._answer().header["problems"])
+
+    def verdicts(self, seed: int, trials: dict[str, bytes], reports: list[tuple[str, list[bytes]]],
+                 budget: float) -> list[Verdict]:
+        """The verdict of each (check, outcome blobs) of one notebook, within `budget` CPU seconds."""
+        t0 = time.perf_counter()
+        out: list[Verdict | None] = [None] * len(reports)
+        keys = []
+        for i, (name, blobs) in enumerate(reports):
+            key = (name, digest([trials.get(name, b"")]), digest(blobs))
+            keys.append(key)
+            if key in self.cache:
+                self.cache.move_to_end(key)
+                out[i] = self.cache[key]
+        todo = [i for i, v in enumerate(out) if v is None]
+        if todo:
+            blobs: list[bytes] = []
+            checks = []
+            for i in todo:
+                name, outcomes = reports[i]
+                checks.append([name, len(outcomes)])
+                blobs.extend(outcomes)
+            self._ask({"k": "judge", "seed": seed, "checks": checks}, blobs)
+            self._collect(todo, out, budget)
+        for i, key in zip(range(len(reports)), keys):
+            v = out[i]
+            if v.final and key not in self.cache:
+                self.cache[key] = v
+                if len(self.cache) > 20_000:
+                    self.cache.popitem(last=False)
+        self.seconds += time.perf_counter() - t0
+        return out  # type: ignore[return-value]
+
+    def _collect(self, todo: list[int], out: list, budget: float) -> None:
+        """Read verdicts as they come; past the budget, stop the judge and fail the rest."""
+        pid = self.proc.pid
+        cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+        got = 0
+        while got < len(todo):
+            used = _cpu_seconds(pid) - cpu0
+            wall = time.monotonic() - wall0
+            if used > budget or wall > budget * self.wall_factor:
+                self._kill()
+                for i in todo[got:]:
+                    out[i] = Verdict(False, f"judging this notebook took longer than its budget of {budget:g} s "
+                                            "and was stopped", final=False)
+                return
+            readable, _, _ = select.select([self.sock.fileno()], [], [], 0.25)
+            if readable:
+                self.reader.fill()
+            for msg in self.reader.messages():
+                if msg.kind != "verdict":
+                    self._kill()
+                    raise RuntimeError(f"the judge process said {msg.kind!r}: {msg.header.get('error')}")
+                out[todo[got]] = Verdict(bool(msg.header["passed"]), str(msg.header["message"]))
+                got += 1
+            if self.reader.eof or self.reader.error:
+                self._kill()
+                for i in todo[got:]:
+                    out[i] = Verdict(False, "the grader could not judge this result (its judge process stopped)",
+                                     final=False)
+                return
+
+
+# ---- the judge process -----------------------------------------------------------------------------
+
+def serve(fd: int) -> None:
+    """Answer the grader's requests until it hangs up."""
+    import torch
+
+    from attnlab import wire
+    from autograder.checks import CHECKS, AnswerCheck
+    from autograder.engine.scoring import decode_outcome
+    from autograder.judge import judge, make_trials, sent
+
+    torch.set_num_threads(1)
+    drawn: OrderedDict[tuple[str, int], list[tuple]] = OrderedDict()
+
+    def trials_of(name: str, seed: int) -> list[tuple]:
+        key = (name, seed)
+        if key not in drawn:
+            drawn[key] = make_trials(name, seed)
+            if len(drawn) > 512:
+                drawn.popitem(last=False)
+        return drawn[key]
+
+    def decide(name: str, seed: int, outcomes: list) -> tuple[bool, str]:
+        if name not in CHECKS:
+            return False, f"unknown check {name!r}"
+        try:
+            v = judge(name, trials_of(name, seed), outcomes)
+        except Exception as exc:  # noqa: BLE001 - a strange value must not stop the run
+            return False, f"the grader could not compare the result ({type(exc).__name__}: {str(exc)[:200]})"
+        return bool(v.passed), str(v.message)[:2000]
+
+    os.set_blocking(fd, False)
+    reader = protocol.FrameReader(fd, 1 << 31)
+    while True:
+        msg = protocol.recv_blocking(reader)
+        if msg is None:
+            return
+        h = msg.header
+        try:
+            if msg.kind == "known":
+                protocol.send(fd, {"k": "known", "unknown": [n for n in h["names"] if n not in CHECKS]})
+            elif msg.kind == "trials":
+                protocol.send(fd, {"k": "trials"},  # what the notebook is called on: parts only the judge sees stay here
+                              [wire.encode(sent(n, trials_of(n, int(h["seed"])))) for n in h["names"]])
+            elif msg.kind == "selfcheck":
+                problems = []
+                for name in h["names"]:
+                    check = CHECKS[name]
+                    if isinstance(check, AnswerCheck):
+                        outcomes = [decode_outcome(wire.encode({"value": check.reference, "error": None}))]
+                    else:
+                        outcomes = [decode_outcome(wire.encode({"value": check.reference(*args), "error": None}))
+                                    for args in trials_of(name, int(h["seed"]))]
+                    ok, message = decide(name, int(h["seed"]), outcomes)
+                    if not ok:
+                        problems.append(f"{name}: {message}")
+                protocol.send(fd, {"k": "selfcheck", "problems": problems})
+            elif msg.kind == "judge":
+                at = 0
+                for name, n in h["checks"]:
+                    outcomes = [decode_outcome(b) for b in msg.blobs[at:at + n]]
+                    at += n
+                    ok, message = decide(str(name), int(h["seed"]), outcomes)
+                    protocol.send(fd, {"k": "verdict", "passed": ok, "message": message})
+            else:
+                return
+        except Exception as exc:  # noqa: BLE001 - told to the grader, which stops the run
+            protocol.send(fd, {"k": "error", "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
