@@ -474,8 +474,6 @@ def cmd_manual(args: argparse.Namespace) -> int:
                      title=f"{n} answer(s) to {len(qs)} question(s)"))
         _print(f"fill in the score and comment columns of {path}, then: autograder manual import {path}")
         return 0
-    if not args.file:
-        raise CliError("manual import needs the CSV file: autograder manual import manual_grades.csv")
     try:
         rows = manual.import_scores(args.course, Path(args.file))
     except manual.ManualError as exc:
@@ -577,11 +575,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
 
-    p = add("manual", cmd_manual, "manually graded answers: export pages and a CSV to fill, import the scores")
-    p.add_argument("action", choices=["export", "import"])
-    p.add_argument("file", nargs="?", help="import: the filled CSV")
-    p.add_argument("--assignment", help="export: only this assignment")
-    p.add_argument("-o", "--output", help="export: folder for the pages and the CSV (default COURSE/manual)")
+    help_ = "manually graded answers: export pages and a CSV to fill, import the scores"
+    p = sub.add_parser("manual", help=help_, description=help_)
+    # export and import are subcommands of their own, so that `import --course DIR FILE` parses (one parser with
+    # two positionals would give FILE to neither once an option stands between them)
+    actions = p.add_subparsers(dest="action", required=True, metavar="export | import")
+    q = actions.add_parser("export", parents=[common], help="a page per question and a CSV to fill")
+    q.set_defaults(fn=cmd_manual)
+    q.add_argument("--assignment", help="only this assignment")
+    q.add_argument("-o", "--output", help="folder for the pages and the CSV (default COURSE/manual)")
+    q = actions.add_parser("import", parents=[common], help="the filled CSV's scores and comments, into the gradebook")
+    q.set_defaults(fn=cmd_manual)
+    q.add_argument("file", help="the filled CSV")
 
     p = add("similarity", cmd_similarity, "rank pairs of students by the code they share (HTML report)")
     p.add_argument("--assignment", help="only this assignment")

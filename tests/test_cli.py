@@ -600,3 +600,13 @@ def test_python_dash_m_help() -> None:
     for command in ("release", "collect", "grade", "feedback", "export", "report", "gradebook", "example-class",
                     "deadlines", "manual", "similarity"):
         assert command in proc.stdout
+
+
+def test_manual_import_takes_its_file_before_or_after_the_course() -> None:
+    """`manual import --course DIR FILE` (as scripts/grade_example_class.sh writes it) and `manual import FILE
+    --course DIR` both parse; `manual import` without a file is a usage error."""
+    for argv in (["manual", "import", "--course", "C", "f.csv"], ["manual", "import", "f.csv", "--course", "C"]):
+        args = cli.parser().parse_args(argv)
+        assert (args.action, args.file, str(args.course)) == ("import", "f.csv", "C"), argv
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["manual", "import", "--course", "C"])

@@ -3,7 +3,6 @@ the source notebook, the untouched release, and every wrong implementation of so
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -13,31 +12,22 @@ import pytest
 from autograder import course
 from autograder.engine import grade
 from coursenb.chapters import select
-from solutions.mistakes import apply, wrong_for
+from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
+from tests.conftest import StockRun, course_copy
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
 CHAPTER = select(["ch1"])[0]
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict:
-    """One released course, copied: the engine grades one copy, stock nbgrader the other."""
-    base = nbs.make_course(tmp_path_factory.mktemp("equivalence") / "base", [CHAPTER.assignment])
-    src = nbs.source_nb(CHAPTER, base)
-    subs = {"source": src, "release": nbs.release_nb(CHAPTER, base)}
-    subs.update({f"wrong{k}": apply(src, w) for k, w in enumerate(wrong_for(CHAPTER.assignment))})
-    for student, nb in subs.items():
-        nbs.submit(base, CHAPTER, student, nb)
-    copies = {}
-    for name in ("engine", "stock"):
-        copies[name] = base.parent / name
-        shutil.copytree(base, copies[name])
-        (copies[name] / "nbgrader_config.py").write_text(course.config_text(copies[name].resolve()))
-    summary = grade(copies["engine"], workers=2, progress=False)
-    stock = {s: nbs.autograde_stock(copies["stock"], CHAPTER, s) for s in subs}
-    engine = {s: nbs.scores(copies["engine"], CHAPTER, s) for s in subs}
-    return {"engine": engine, "stock": stock, "summary": summary, "dirs": copies, "points": nbs.max_points(src)}
+def graded(stock_chapter1: StockRun, tmp_path_factory) -> dict:
+    """The course that stock nbgrader graded (tests/conftest.py), copied once more for the engine."""
+    engine_dir = course_copy(stock_chapter1.base, tmp_path_factory.mktemp("equivalence") / "engine")
+    summary = grade(engine_dir, workers=2, progress=False)
+    engine = {s: nbs.scores(engine_dir, CHAPTER, s) for s in stock_chapter1.scores}
+    return {"engine": engine, "stock": stock_chapter1.scores, "summary": summary,
+            "dirs": {"engine": engine_dir, "stock": stock_chapter1.dir}, "points": stock_chapter1.points}
 
 
 def test_every_cell_equals_stock_nbgrader(graded) -> None:

@@ -16,27 +16,19 @@ from pathlib import Path
 import pytest
 
 from coursenb.chapters import Chapter, select
-from solutions.mistakes import apply, wrong_for
+from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
+from tests.conftest import StockRun
 
 CHAPTERS = select()
-STOCK = ["ch1"]
 
 
-@pytest.fixture(scope="module", params=STOCK)
-def graded(request, tmp_path_factory) -> tuple[Chapter, Path, dict]:
-    """Release one chapter, submit source, release and every wrong variant, autograde all."""
-    chapter = select([request.param])[0]
-    course_dir = nbs.make_course(tmp_path_factory.mktemp(chapter.assignment), [chapter.assignment])
-    src = nbs.source_nb(chapter, course_dir)
-    submissions = {"source": src, "release": nbs.release_nb(chapter, course_dir)}
-    for k, wrong in enumerate(wrong_for(chapter.assignment)):
-        submissions[f"wrong{k}"] = apply(src, wrong)
-    results = {}
-    for student, nb in submissions.items():
-        nbs.submit(course_dir, chapter, student, nb)
-        results[student] = nbs.autograde_stock(course_dir, chapter, student)
-    return chapter, course_dir, {"points": nbs.max_points(src), "scores": results}
+@pytest.fixture(scope="module")
+def graded(stock_chapter1: StockRun) -> tuple[Chapter, Path, dict]:
+    """Chapter 1 released; source, release and every wrong variant submitted and autograded by stock nbgrader
+    (tests/conftest.py: one run shared with test_engine_equivalence.py)."""
+    run = stock_chapter1
+    return run.chapter, run.dir, {"points": run.points, "scores": run.scores}
 
 
 @pytest.mark.slow

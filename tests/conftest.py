@@ -1,0 +1,47 @@
+"""Fixtures shared by several test modules."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from autograder import course
+from coursenb.chapters import Chapter, select
+from solutions.mistakes import apply, wrong_for
+from tests import nbgrader_support as nbs
+
+
+class StockRun(NamedTuple):
+    """Chapter 1 released, with the source, the untouched release and every wrong implementation submitted
+    (`base`, never graded), and the same submissions graded by stock `nbgrader autograde` in a copy (`dir`)."""
+
+    chapter: Chapter
+    base: Path
+    dir: Path
+    points: dict[str, float]
+    scores: dict[str, dict[str, float | None]]
+
+
+def course_copy(src: Path, dest: Path) -> Path:
+    """A copy of a course directory whose nbgrader_config.py points at the copy."""
+    shutil.copytree(src, dest)
+    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def stock_chapter1(tmp_path_factory) -> StockRun:
+    """Stock nbgrader pays a kernel start and `import torch` per notebook (~4 s idle, ~20 s on a loaded CI
+    machine): the invariants under stock nbgrader and the engine's equality with it share one such run."""
+    chapter = select(["ch1"])[0]
+    base = nbs.make_course(tmp_path_factory.mktemp("stock") / "base", [chapter.assignment])
+    src = nbs.source_nb(chapter, base)
+    subs = {"source": src, "release": nbs.release_nb(chapter, base)}
+    subs.update({f"wrong{k}": apply(src, w) for k, w in enumerate(wrong_for(chapter.assignment))})
+    for student, nb in subs.items():
+        nbs.submit(base, chapter, student, nb)
+    stock = course_copy(base, base.parent / "stock")
+    scores = {s: nbs.autograde_stock(stock, chapter, s) for s in subs}
+    return StockRun(chapter, base, stock, nbs.max_points(src), scores)
