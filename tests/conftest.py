@@ -1,13 +1,11 @@
 """Fixtures shared by several test modules."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
-from autograder import course
 from coursenb.chapters import Chapter, select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
@@ -24,13 +22,6 @@ class StockRun(NamedTuple):
     scores: dict[str, dict[str, float | None]]
 
 
-def course_copy(src: Path, dest: Path) -> Path:
-    """A copy of a course directory whose nbgrader_config.py points at the copy."""
-    shutil.copytree(src, dest)
-    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
-    return dest
-
-
 @pytest.fixture(scope="session")
 def stock_chapter1(tmp_path_factory) -> StockRun:
     """Stock nbgrader pays a kernel start and `import torch` per notebook (~4 s idle, ~20 s on a loaded CI
@@ -42,6 +33,6 @@ def stock_chapter1(tmp_path_factory) -> StockRun:
     subs.update({f"wrong{k}": apply(src, w) for k, w in enumerate(wrong_for(chapter.assignment))})
     for student, nb in subs.items():
         nbs.submit(base, chapter, student, nb)
-    stock = course_copy(base, base.parent / "stock")
+    stock = nbs.course_copy(base, base.parent / "stock")
     scores = {s: nbs.autograde_stock(stock, chapter, s) for s in subs}
     return StockRun(chapter, base, stock, nbs.max_points(src), scores)

@@ -1,6 +1,7 @@
 """Run stock nbgrader on a temporary course: submit notebooks, autograde, read the scores."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -14,6 +15,13 @@ def make_course(tmp: Path, names: list[str]) -> Path:
     course.init_course(tmp, names)
     course.release(tmp, names)
     return tmp
+
+
+def course_copy(src: Path, dest: Path) -> Path:
+    """A copy of a course directory whose nbgrader_config.py points at the copy."""
+    shutil.copytree(src, dest)
+    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
+    return dest
 
 
 def source_nb(chapter: Chapter, course_dir: Path) -> nbformat.NotebookNode:

@@ -25,6 +25,7 @@ from autograder.checks import CHECKS
 from autograder.gradinglog import CellLog, NotebookLog
 from coursenb import cells
 from coursenb.chapters import select
+from tests import nbgrader_support as nbs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
 
@@ -65,10 +66,7 @@ def class_zip(released, tmp_path_factory) -> Path:
 
 def fresh(released: Path, tmp_path: Path) -> Path:
     """A private copy of the released course."""
-    dest = tmp_path / "course"
-    shutil.copytree(released, dest)
-    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
-    return dest
+    return nbs.course_copy(released, tmp_path / "course")
 
 
 # ----------------------------------------------------------------------------- release

@@ -20,6 +20,7 @@ import pytest
 from autograder import cli, collect, course
 from coursenb import cells
 from coursenb.chapters import select
+from tests import nbgrader_support as nbs
 
 CHAPTER = select(["ch1"])[0]
 NB = CHAPTER.notebook
@@ -86,12 +87,7 @@ def submitted(course_dir: Path) -> list[str]:
 
 
 def fresh(course_dir: Path, tmp_path: Path) -> Path:
-    import shutil
-
-    dest = tmp_path / "course"
-    shutil.copytree(course_dir, dest)
-    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
-    return dest
+    return nbs.course_copy(course_dir, tmp_path / "course")
 
 
 # ----------------------------------------------------------------------------- identity

@@ -14,7 +14,7 @@ from autograder.engine import grade
 from coursenb.chapters import select
 from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
-from tests.conftest import StockRun, course_copy
+from tests.conftest import StockRun
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
 CHAPTER = select(["ch1"])[0]
@@ -23,7 +23,7 @@ CHAPTER = select(["ch1"])[0]
 @pytest.fixture(scope="module")
 def graded(stock_chapter1: StockRun, tmp_path_factory) -> dict:
     """The course that stock nbgrader graded (tests/conftest.py), copied once more for the engine."""
-    engine_dir = course_copy(stock_chapter1.base, tmp_path_factory.mktemp("equivalence") / "engine")
+    engine_dir = nbs.course_copy(stock_chapter1.base, tmp_path_factory.mktemp("equivalence") / "engine")
     summary = grade(engine_dir, workers=2, progress=False)
     engine = {s: nbs.scores(engine_dir, CHAPTER, s) for s in stock_chapter1.scores}
     return {"engine": engine, "stock": stock_chapter1.scores, "summary": summary,

@@ -3,7 +3,6 @@ once, the same scores, and what was already committed is not graded again."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -52,9 +51,7 @@ def courses(tmp_path_factory) -> tuple[Path, Path]:
     variants = [src, nbs.release_nb(CHAPTER, base)] + [apply(src, w) for w in wrong_for(CHAPTER.assignment)]
     for k in range(STUDENTS):
         nbs.submit(base, CHAPTER, f"student{k}", variants[k % len(variants)])
-    clean = tmp_path_factory.mktemp("clean") / "course"
-    shutil.copytree(base, clean)
-    (clean / "nbgrader_config.py").write_text(course.config_text(clean.resolve()))
+    clean = nbs.course_copy(base, tmp_path_factory.mktemp("clean") / "course")
     return base, clean
 
 

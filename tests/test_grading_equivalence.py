@@ -10,13 +10,13 @@ leaves that whole notebook unscored.)
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from autograder import cli, collect, course, example_class, grades
 from coursenb.chapters import select
+from tests import nbgrader_support as nbs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
 # Stock nbgrader pays ~5 s per notebook: CI checks Chapter 1's example class;
@@ -34,12 +34,6 @@ def engine_ready() -> bool:
     return True
 
 
-def _clone(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest)
-    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
-    return dest
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 @pytest.mark.parametrize("assignment", EQUIVALENCE_CHAPTERS)
@@ -50,7 +44,7 @@ def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: P
     course.release(base, [assignment])
     zip_path = example_class.write_zip(example_class.build([chapter], base / "release"), tmp_path / "class.zip")
     assert cli.main(["collect", "--course", str(base), str(zip_path)]) == 0
-    ours, stock = _clone(base, tmp_path / "ours"), _clone(base, tmp_path / "stock")
+    ours, stock = nbs.course_copy(base, tmp_path / "ours"), nbs.course_copy(base, tmp_path / "stock")
 
     assert cli.main(["grade", "--course", str(ours), "--workers", "2", "--quiet"]) == 0
     submitted = {p.student: base / "submitted" / p.student / assignment / f"{chapter.notebook}.ipynb"
