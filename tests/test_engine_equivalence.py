@@ -95,3 +95,32 @@ def test_solutions_never_loaded_in_a_worker() -> None:
             "m.startswith(('autograder.judge', 'autograder.checks', 'torch'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT, timeout=600)
     assert "LOADED []" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+FORKED_CHILD = """
+import os, sys
+sys.path.insert(0, {inside!r})
+from inside import zygote
+zygote.warm_up()
+info = zygote.exercise()
+assert not info["exercise_failures"], info
+import torch
+torch.set_num_threads(2)
+tasks = len(os.listdir("/proc/self/task"))
+pid = os.fork()
+if pid == 0:
+    Q = torch.ones(1, 8, 1024, 64)
+    torch.nn.functional.scaled_dot_product_attention(Q, Q, Q)
+    (torch.ones(1000, 1000) @ torch.ones(1000, 1000)).sum()
+    os._exit(0)
+print("CHILD", os.waitpid(pid, 0)[1], "TASKS", tasks)
+"""
+
+
+def test_a_child_forked_after_the_warm_up_computes_in_parallel() -> None:
+    """The zygote's warm-up (torch's dispatcher, attention, a figure) starts no thread pool, so a
+    child forked after it runs multi-threaded operations instead of waiting forever."""
+    inside = str(course.ROOT / "autograder" / "engine")
+    out = subprocess.run([sys.executable, "-c", FORKED_CHILD.format(inside=inside)], capture_output=True,
+                         text=True, cwd="/", timeout=300)
+    assert "CHILD 0" in out.stdout, out.stdout + out.stderr[-2000:]

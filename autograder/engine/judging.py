@@ -23,8 +23,12 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autograder.engine import protocol
+
+if TYPE_CHECKING:  # torch is the judge process's, never the grader's: imported there
+    from attnlab.grading import Outcome
 
 STARTUP_SECONDS = 900.0
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -195,13 +199,28 @@ class JudgeClient:
 
 # ---- the judge process -----------------------------------------------------------------------------
 
+def decode_outcome(blob: bytes) -> Outcome:
+    """One outcome from the student's process (plain data only; devices recorded)."""
+    from attnlab import wire
+    from attnlab.grading import Outcome
+
+    try:
+        d = wire.decode(blob, record_device=True)
+    except wire.WireError as exc:
+        return Outcome(error=f"the result could not be read ({exc})")
+    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+        return Outcome(error=f"the result could not be read ({type(exc).__name__})")
+    if not isinstance(d, dict) or set(d) != {"value", "error"} or not (d["error"] is None or isinstance(d["error"], str)):
+        return Outcome(error="the result could not be read (malformed)")
+    return Outcome(value=d["value"], error=d["error"])
+
+
 def serve(fd: int) -> None:
     """Answer the grader's requests until it hangs up."""
     import torch
 
     from attnlab import wire
     from autograder.checks import CHECKS, AnswerCheck
-    from autograder.engine.scoring import decode_outcome
     from autograder.judge import judge, make_trials, sent
 
     torch.set_num_threads(1)

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode, from_dict
 
-from attnlab import wire
-from attnlab.grading import Outcome
 from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
 
 PIECE_BYTES = 64  # what one output piece costs against the byte cap, besides its text
@@ -37,19 +35,6 @@ class CellScore:
     hidden_failed: list[str]
     status: str
     seconds: float
-
-
-def decode_outcome(blob: bytes) -> Outcome:
-    """One outcome from the student's process (plain data only; devices recorded)."""
-    try:
-        d = wire.decode(blob, record_device=True)
-    except wire.WireError as exc:
-        return Outcome(error=f"the result could not be read ({exc})")
-    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
-        return Outcome(error=f"the result could not be read ({type(exc).__name__})")
-    if not isinstance(d, dict) or set(d) != {"value", "error"} or not (d["error"] is None or isinstance(d["error"], str)):
-        return Outcome(error="the result could not be read (malformed)")
-    return Outcome(value=d["value"], error=d["error"])
 
 
 def outputs_from(blob: bytes, max_bytes: int, max_items: int, count: int | None = None) -> list[NotebookNode]:

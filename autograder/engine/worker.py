@@ -160,7 +160,8 @@ def main(fd: int) -> None:
         plan, hello, problem = None, {}, str(exc)
     report = plan.report() if plan is not None else {}
     protocol.send(fd, {"k": "isolated", "report": report, "error": problem, "zygote_seconds": time.perf_counter() - started,
-                       "zygote": {k: hello.get(k) for k in ("import_seconds", "import_failures", "environ")}})
+                       "zygote": {k: hello.get(k) for k in ("import_seconds", "import_failures", "exercise_seconds",
+                                                                      "exercise_failures", "environ")}})
     if problem:
         if zygote is not None:
             zygote.close()

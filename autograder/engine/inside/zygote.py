@@ -42,6 +42,83 @@ def warm_up() -> dict:
     return {"import_seconds": round(time.perf_counter() - started, 3), "import_failures": failed}
 
 
+def exercise() -> dict:
+    """Pay the first-use costs that imports leave for later; returns timings and failures.
+
+    Each step runs fixed instructor code on constant inputs (no job data, no global random
+    state, no pyplot figure), so a child inherits warm caches and nothing else: the first
+    `TorchDispatchMode` (torch's Python dispatcher, about 2 s in every child otherwise),
+    the first `scaled_dot_product_attention`, matplotlib's font cache and PNG writer,
+    sympy's lazily imported core.
+
+    It runs on one thread: an OpenMP parallel region here would start libgomp's thread
+    pool in the zygote, and a forked child that enters a parallel region would then wait
+    forever for threads that fork did not copy.
+    """
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - warm_up has reported it
+        return {"exercise_seconds": {}, "exercise_failures": {"torch": f"{type(exc).__name__}: {exc}"[:200]}}
+    timings, failed = {}, {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for step in (_dispatch_mode, _figure, _sympy):
+            started = time.perf_counter()
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - a failed warm-up only slows notebooks
+                failed[step.__name__.lstrip("_")] = f"{type(exc).__name__}: {exc}"[:200]
+            timings[step.__name__.lstrip("_")] = round(time.perf_counter() - started, 3)
+    finally:
+        torch.set_num_threads(threads)
+    return {"exercise_seconds": timings, "exercise_failures": failed}
+
+
+def _dispatch_mode() -> None:
+    """One attention layer's operations under a TorchDispatchMode, in float64 and float32."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    for dtype in (torch.float64, torch.float32):
+        q = torch.linspace(-1, 1, 24, dtype=dtype).reshape(1, 2, 4, 3)
+        with Passthrough():
+            F.scaled_dot_product_attention(q, q, q)
+            torch.einsum("bhtk,bhsk->bhts", q, q).softmax(-1)
+        F.scaled_dot_product_attention(q[0], q[0], q[0])
+
+
+def _figure() -> None:
+    """A small figure with text, lines and an image, written as PNG (not through pyplot)."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1))
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.plot([1, 2, 3], [1, 4, 9], "o-", label="$T^2$")
+    ax1.set_xscale("log")
+    ax1.legend()
+    ax1.set_title("warm-up")
+    ax2.imshow([[0.0, 1.0], [1.0, 0.0]])
+    fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")
+
+
+def _sympy() -> None:
+    """A sum of logarithms and powers: sympy imports its core lazily on first use."""
+    import sympy
+
+    T, L = sympy.symbols("T L", positive=True)
+    sympy.simplify(L * sympy.log(T) + T**2 + sympy.log(T, 2))
+
+
 def leaked_modules() -> list[str]:
     """Instructor modules present in this process (there must be none)."""
     return sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
@@ -51,7 +128,7 @@ def main(control_fd: int) -> None:
     """Warm up, say hello, then fork one child per `fork` frame until the worker hangs up."""
     child.prctl(child.PR_SET_DUMPABLE, 0)
     child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)
-    info = warm_up()
+    info = warm_up() | exercise()
     shell = runner.make_shell()
     control = socket.socket(fileno=control_fd)
     frames.send(control_fd, {"k": "hello", "pid": os.getpid(), "leaked": leaked_modules(),
