@@ -1,4 +1,4 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures shared by several test modules, and how pytest-xdist splits the run."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +9,23 @@ import pytest
 from coursenb.chapters import Chapter, select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
+
+# Test files that share a session fixture, and the file whose worker builds it (pytest-xdist).
+SHARED_FIXTURES = {"tests/test_book_browser.py": "tests/test_book.py",  # the built book (`editions`)
+                   "tests/test_nbgrader_stock.py": "tests/test_engine_equivalence.py"}  # `stock_chapter1`
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist (`-n`, scripts/test.sh): a whole file to one worker, so module fixtures are built once
+    and a notebook's cells run in one kernel, in order; a file in SHARED_FIXTURES goes with its partner."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_FIXTURES.get(path, path)
+
+    return ByFile(config, log)
 
 
 class StockRun(NamedTuple):
