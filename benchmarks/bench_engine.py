@@ -45,11 +45,7 @@ def main() -> None:
     students = [f"s{k:03d}" for k in range(args.students)]
     for k, student in enumerate(students):
         nbs.submit(base, chapter, student, variants[k % len(variants)])
-    copies = {}
-    for name in ("engine", "stock"):
-        copies[name] = tmp / name
-        shutil.copytree(base, copies[name])
-        (copies[name] / "nbgrader_config.py").write_text(course.config_text(copies[name].resolve()))
+    copies = {name: nbs.course_copy(base, tmp / name) for name in ("engine", "stock")}
 
     t0 = time.perf_counter()
     s = grade(copies["engine"], workers=args.workers, progress=False)

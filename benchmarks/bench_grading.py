@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder import cli, course, example_class, grades, gradinglog  # noqa: E402
 from coursenb.chapters import Chapter, select  # noqa: E402
+from tests import nbgrader_support as nbs  # noqa: E402
 
 
 def class_zip(course_dir: Path, chapters: list[Chapter], copies: int, dest: Path) -> Path:
@@ -44,13 +45,6 @@ def class_zip(course_dir: Path, chapters: list[Chapter], copies: int, dest: Path
                                 attachment_id=s.attachment_id + 100_000 * c)
             for c in range(copies) for s in base]
     return example_class.write_zip(subs, dest)
-
-
-def clone(course_dir: Path, dest: Path) -> Path:
-    """A copy of the course whose nbgrader_config.py points at the copy."""
-    shutil.copytree(course_dir, dest)
-    (dest / "nbgrader_config.py").write_text(course.config_text(dest.resolve()))
-    return dest
 
 
 def submissions(course_dir: Path) -> list[tuple[str, str]]:
@@ -127,7 +121,7 @@ def main() -> None:
         sys.stdout = real_stdout
     for name in ("ours", "stock"):
         shutil.rmtree(tmp / name, ignore_errors=True)
-    ours, stock = clone(base, tmp / "ours"), clone(base, tmp / "stock")
+    ours, stock = nbs.course_copy(base, tmp / "ours"), nbs.course_copy(base, tmp / "stock")
     subs = submissions(base)
     n_nb = sum(len(list((base / "submitted" / s / a).glob("*.ipynb"))) for s, a in subs)
     import torch
