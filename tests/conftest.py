@@ -18,11 +18,11 @@ SHARED_FIXTURES = {"tests/test_book_browser.py": "tests/test_book.py",  # the bu
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """pytest-xdist (`-n`, scripts/test.sh): a whole file to one worker, so module fixtures are built once
     and a notebook's cells run in one kernel, in order; a file in SHARED_FIXTURES goes with its partner."""
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadFileScheduling
 
-    class ByFile(LoadScopeScheduling):
+    class ByFile(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
+            path = super()._split_scope(nodeid)
             return SHARED_FIXTURES.get(path, path)
 
     return ByFile(config, log)

@@ -64,12 +64,12 @@ def exercise() -> dict:
     torch.set_num_threads(1)
     try:
         for step in (_dispatch_mode, _figure, _sympy):
-            started = time.perf_counter()
+            name, started = step.__name__.lstrip("_"), time.perf_counter()
             try:
                 step()
             except Exception as exc:  # noqa: BLE001 - a failed warm-up only slows notebooks
-                failed[step.__name__.lstrip("_")] = f"{type(exc).__name__}: {exc}"[:200]
-            timings[step.__name__.lstrip("_")] = round(time.perf_counter() - started, 3)
+                failed[name] = f"{type(exc).__name__}: {exc}"[:200]
+            timings[name] = round(time.perf_counter() - started, 3)
     finally:
         torch.set_num_threads(threads)
     return {"exercise_seconds": timings, "exercise_failures": failed}
