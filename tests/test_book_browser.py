@@ -118,6 +118,7 @@ def driver():
     drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     drv.set_page_load_timeout(60)
     drv.set_script_timeout(60)
+    drv.get("about:blank")  # leave the new-tab page Chromium opens with
     try:
         yield drv
     finally:
@@ -194,9 +195,15 @@ function typesetBackslashes() {
 """
 
 
-def _network_problems(entries: list[dict], origin: str) -> list[str]:
-    """Failed, off-host or >= 400 requests in Chromium's performance log."""
-    problems, urls = [], {}
+def _network_problems(entries: list[dict], origin: str, urls: dict[str, str]) -> list[str]:
+    """Failed, off-host or >= 400 requests in Chromium's performance log.
+
+    `urls` maps each request id seen starting to its URL and outlives one page, so that a request
+    that fails after its page's log was read is still named. A failure whose start was never seen
+    began before the first page was opened: the browser's own start page (its new-tab page looks
+    for a remote one, which the host resolver rules refuse), not the book.
+    """
+    problems = []
     for entry in entries:
         message = json.loads(entry["message"])["message"]
         method, params = message.get("method"), message.get("params", {})
@@ -207,8 +214,8 @@ def _network_problems(entries: list[dict], origin: str) -> list[str]:
                 problems.append(f"off-host request {url}")
         elif method == "Network.responseReceived" and params["response"]["status"] >= 400:
             problems.append(f"HTTP {params['response']['status']} for {params['response']['url']}")
-        elif method == "Network.loadingFailed" and not params.get("canceled"):
-            problems.append(f"request failed ({params.get('errorText')}): {urls.get(params['requestId'], '?')}")
+        elif method == "Network.loadingFailed" and not params.get("canceled") and params["requestId"] in urls:
+            problems.append(f"request failed ({params.get('errorText')}): {urls[params['requestId']]}")
     return problems
 
 
@@ -251,6 +258,8 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
     problems: dict[str, list[str]] = {}
     ids: dict[Path, set[str]] = {}
     links: list[tuple[str, str]] = []
+    urls: dict[str, str] = {}
+    driver.get("about:blank")
     driver.get_log("browser"), driver.get_log("performance")  # drop earlier entries
     for page in pages:
         found: list[str] = []
@@ -269,7 +278,7 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
         found += [f"image not loaded: {img['src']}" for img in info["images"] if not img["ok"]]
         found += [f"console {e['level']}: {e['message'][:300]}" for e in driver.get_log("browser")
                   if e["level"] == "SEVERE"]
-        found += _network_problems(driver.get_log("performance"), origin)
+        found += _network_problems(driver.get_log("performance"), origin, urls)
         ids[html / page] = set(info["ids"])
         links += [(page, url) for url in info["links"]]
         if shots is not None and page.startswith("chapters/"):
@@ -310,6 +319,23 @@ def test_every_page_renders_offline(edition: str, driver, editions, server) -> N
     assert not problems, "\n".join(f"{page}:\n  " + "\n  ".join(found) for page, found in problems.items())
     chapters = [p for p in pages if p.startswith("chapters/")]
     assert sorted(p.name for p in shots.glob("*.png")) == sorted(Path(p).stem + ".png" for p in chapters)
+
+
+def _entry(method: str, **params) -> dict:
+    """One performance-log entry as chromedriver returns it."""
+    return {"message": json.dumps({"message": {"method": method, "params": params}})}
+
+
+def test_a_failed_request_is_named_even_when_it_fails_a_page_later() -> None:
+    """A request seen starting is reported when it fails, on whichever page's log the failure lands;
+    a failure whose start came before the first page (the browser's start page) is not the book's."""
+    origin = "http://127.0.0.1:8000"
+    urls: dict[str, str] = {}
+    first = _network_problems([_entry("Network.loadingFailed", requestId="startup", errorText="net::ERR_NAME_NOT_RESOLVED"),
+                               _entry("Network.requestWillBeSent", requestId="7", request={"url": f"{origin}/a.png"})],
+                              origin, urls)
+    later = _network_problems([_entry("Network.loadingFailed", requestId="7", errorText="net::ERR_FAILED")], origin, urls)
+    assert first == [] and later == [f"request failed (net::ERR_FAILED): {origin}/a.png"]
 
 
 DOCTORED = """
