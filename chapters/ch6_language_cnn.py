@@ -15,7 +15,10 @@
 #   book's index notation (`EMBED_EQUATION`, `STRIDE2_EQUATION`), then implement them,
 #   `embed(w, E)` and `conv_stride2(M, W, beta)`;
 # * give the parallel running time of an $L$-layer CNN and of an $L$-layer RNN
-#   (`CNN_TIME`, `RNN_TIME`), and compare them in a few sentences;
+#   (`CNN_TIME`, `RNN_TIME`);
+# * count the words one output of a stride-2 stack depends on, and the layers it takes
+#   before one output has seen the whole sentence (`receptive_field`, `layers_needed`), then
+#   compare the CNN with the RNN in a few sentences;
 # * train a CNN and an RNN to classify the topic of sentences from a probabilistic grammar,
 #   against the best accuracy any classifier can reach, time both against the sentence
 #   length, and measure their depth with the book's profiler.
@@ -79,7 +82,7 @@ from tqdm.auto import tqdm
 from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, PAD
 from attnlab.grading import is_grading
-from attnlab.testing import expect_answer, expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
 
 if not is_grading():
     torch.set_num_threads(2)
@@ -359,11 +362,195 @@ from attnlab.grading import hidden_check
 hidden_check("ch6.RNN_TIME", RNN_TIME)
 ### END HIDDEN TESTS
 
+# %% [markdown] tags=["solutions-only"]
+# ### Worked solution (Problem 6.5)
+#
+# *Problem 6.5, CNN.* All positions of a layer are computed at once; one position of layer
+# $\ell + 1$ needs $D \cdot J = O(1)$ products, a sum of $O(1)$ terms, a subtraction and a
+# $\sigma$: $O(1)$ time once layer $\ell$ exists. The embedding is a table lookup, $O(1)$.
+# The layers must run one after another, so `CNN_TIME` is $L$, whatever $T$ is.
+#
+# *Problem 6.5, RNN.* The state at $t$ needs the state at $t - 1$, so one layer takes $T$
+# steps of $O(1)$ each. With $L$ layers, layer $\ell + 1$ can start on position $t$ as soon
+# as layer $\ell$ has produced it: the layers run as a pipeline (a wavefront), and the last
+# state of the last layer is ready after $T + L - 1$ steps, not $T L$. So `RNN_TIME` is
+# $T + L$. The seed's "$O(T)$" is the one-layer case ($L = 1$); since no relation between $T$
+# and $L$ is assumed, `"T"` alone is wrong for $L$ layers ($L$ may exceed $T$), and so is
+# `"T*L"` (the layers do not wait for each other to finish).
+
 # %% [markdown]
-# **Problem 6.6 (seed 002 P3c, the comparison).** Compare the two running times of Problem
+# ## 6.4 How many layers does a CNN need?
+#
+# Problem 6.5 times a CNN of a given depth $L$ against an RNN whose last state has read the
+# whole sentence. The two are not doing the same job if an output of the CNN does not see
+# the whole sentence. Call the **receptive field** of layer $\ell$ the words that one output
+# position of layer $\ell$ depends on, and $r_\ell$ their number. Layer $0$, the embedding,
+# reads one word per position, so $r_0 = 1$; a stride-2 layer of width $D$ reads $D$
+# consecutive positions of the layer below, so $r_1 = D$. Above that, the windows of the
+# layers below overlap. The figure draws the windows of stride-2 layers of width $D = 3$ on
+# $T = 15$ words: every position is joined to the $D$ positions of the layer below that it
+# reads.
+
+# %%
+D, T = 3, 15
+sizes = [T]  # positions per layer, valid positions only: T_{l+1} = (T_l - D) // 2 + 1
+while sizes[-1] >= D:
+    sizes.append((sizes[-1] - D) // 2 + 1)
+
+
+def centre(l: int, t: int) -> float:
+    """Where position t of layer l is drawn: midway between the first and last positions it reads."""
+    return float(t) if l == 0 else (centre(l - 1, 2 * t) + centre(l - 1, 2 * t + D - 1)) / 2
+
+
+fig, ax = plt.subplots(figsize=(8, 4.5))
+for l in range(1, len(sizes)):
+    for t in range(sizes[l]):
+        for d in range(D):
+            ax.plot([centre(l, t), centre(l - 1, 2 * t + d)], [l, l - 1], color="0.75", lw=0.8, zorder=1)
+for l, n in enumerate(sizes):
+    ax.scatter([centre(l, t) for t in range(n)], [l] * n, s=60, zorder=2,
+               label=f"$M_{l}$: {n} position{'s' * (n > 1)}")
+ax.set_yticks(range(len(sizes)))
+ax.set_xlabel("word position t")
+ax.set_ylabel("layer")
+ax.set_title(f"Stride-2 layers of width D = {D} on T = {T} words")
+ax.legend(fontsize=9, loc="upper left")
+plt.show()
+
+# %% [markdown]
+# **Problem 6.6.** Implement `receptive_field(l, D)`: the number of words $r_\ell$ that one
+# output position of layer $\ell$ depends on, in a stack of $\ell$ stride-2 layers of width
+# $D$ (valid positions only, as in Problem 6.4) on the embedding layer, for every
+# $\ell \ge 0$ and $D \ge 1$. A recursion in $\ell$ or a closed form, either is accepted; it
+# must be exact for deep stacks too (the grader asks up to $\ell = 60$: count the words, do not
+# build the sentence). Return a Python `int`.
+
+# %% nbgrader={"grade": false, "grade_id": "receptive_field", "locked": false, "schema_version": 3, "solution": true}
+def receptive_field(l: int, D: int) -> int:
+    """r_l: words that one output of layer l depends on, for stride-2 layers of width D (r_0 = 1)."""
+    ### BEGIN SOLUTION
+    return 1 + (D - 1) * (2**l - 1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_receptive_field", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+for l, D in [(0, 3), (2, 3), (5, 2), (3, 1), (40, 4)]:
+    if type(receptive_field(l, D)) is not int:
+        raise Explained(f"receptive_field({l}, {D}) returned {type(receptive_field(l, D)).__name__}; "
+                        "return a Python int (a float cannot count the words of a deep stack exactly).")
+if any(receptive_field(0, D) != 1 for D in (1, 2, 3, 5)):
+    raise Explained("receptive_field(0, D) should be 1: layer 0 is the embedding, one word per position.")
+if any(receptive_field(1, D) != D for D in (1, 2, 3, 5)):
+    raise Explained("receptive_field(1, D) should be D: a stride-2 layer reads D consecutive positions of layer 0.")
+if any(receptive_field(l + 1, D) <= receptive_field(l, D) for l in range(6) for D in (2, 3, 5)):
+    raise Explained("with D >= 2 one output of layer l + 1 should see more words than one of layer l: the D "
+                    "positions it reads do not all start at the same word.")
+if all(receptive_field(2, D) == D * D for D in (3, 4, 5)):
+    raise Explained("receptive_field(2, D) = D * D counts D windows of D words each, as if they did not overlap "
+                    "(a stride of D). Stride 2 starts neighbouring windows 2 positions apart.")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.receptive_field", receptive_field)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Problem 6.7.** Implement `layers_needed(T, D)`: the fewest stride-2 layers of width
+# $D \ge 2$ after which one output position depends on every word of a sentence of
+# $T \ge 1$ words (the sentence padded, as in Section 6.5, so that the top layer keeps a
+# position). The grader asks up to $T = 10^{15}$. Return a Python `int`. It is graded with
+# your own `receptive_field` inside, if you call it: a mistake in Problem 6.6 is not charged
+# twice, as long as `layers_needed` still answers every trial within the cell's time limit.
+
+# %% nbgrader={"grade": false, "grade_id": "layers_needed", "locked": false, "schema_version": 3, "solution": true}
+def layers_needed(T: int, D: int) -> int:
+    """The fewest stride-2 layers of width D >= 2 after which one output sees all T words."""
+    ### BEGIN SOLUTION
+    layers = 0
+    while receptive_field(layers, D) < T:
+        layers += 1
+    return layers
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_layers_needed", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+for T, D in [(1, 3), (15, 3), (1000, 2)]:
+    if type(layers_needed(T, D)) is not int:
+        raise Explained(f"layers_needed({T}, {D}) returned {type(layers_needed(T, D)).__name__}; return a Python int.")
+if any(layers_needed(1, D) != 0 for D in (2, 3, 5)):
+    raise Explained("layers_needed(1, D) should be 0: the embedding alone sees a one-word sentence.")
+if any(layers_needed(T + 1, D) < layers_needed(T, D) for T in range(1, 60) for D in (2, 3, 5)):
+    raise Explained("a longer sentence never needs fewer layers.")
+for T, D in [(2, 2), (9, 3), (100, 3), (1000, 5), (10**6, 2)]:
+    L = layers_needed(T, D)
+    if receptive_field(L, D) < T or (L > 0 and receptive_field(L - 1, D) >= T):
+        raise Explained(f"layers_needed({T}, {D}) = {L} disagrees with your receptive_field: the answer is the "
+                        f"smallest L with receptive_field(L, {D}) >= {T}.")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.layers_needed", layers_needed)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Your two answers, against the sentence length: the layers a CNN needs before one output
+# has seen every word, and the steps one RNN layer takes to read them.
+
+# %% tags=["answer-output"]
+if not is_grading():
+    try:
+        Ts = [2**k for k in range(2, 17)]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.loglog(Ts, Ts, "o-", base=2, label="one RNN layer: T steps")
+        for D_ in (2, 3, 5):
+            ax.loglog(Ts, [layers_needed(T_, D_) for T_ in Ts], "s-", base=2,
+                      label=f"CNN, D = {D_}: your layers_needed(T, {D_})")
+        ax.set_xlabel("sentence length T")
+        ax.set_ylabel("sequential steps to see every word")
+        ax.set_title("Depth to full context")
+        ax.legend(fontsize=9)
+        plt.show()
+        for T_ in (15, 100, 1000, 10**6):
+            print(f"T = {T_:>7}: a D = 3 CNN needs {layers_needed(T_, 3):2d} layers, one RNN layer {T_} steps")
+    except Exception as exc:  # unfinished answers: nothing to draw
+        print(f"Your answers are not drawn: {type(exc).__name__}: {exc}")
+
+# %% [markdown] tags=["solutions-only"]
+# ### Worked solution (Problems 6.6 and 6.7)
+#
+# Count from the top: layers $2, \dots, \ell + 1$ form an $\ell$-layer CNN standing on
+# layer 1, so one output of layer $\ell + 1$ depends on $r_\ell$ consecutive positions of
+# layer 1. Those are windows of $D$ words that start 2 words apart, so together they cover
+# $2(r_\ell - 1) + D$ words:
+#
+# $$
+# r_{\ell+1} = 2 r_\ell + D - 2,
+# \qquad r_0 = 1,
+# \qquad\text{that is}\qquad
+# r_\ell = 1 + (D - 1)(2^\ell - 1)
+# $$
+#
+# ($r_1 = D$, $r_2 = 3D - 2$, $r_3 = 7D - 6$; with $D = 1$ every layer sees one word). The
+# same recursion, read backwards, is the length rule of valid positions: $r_\ell$ words are
+# exactly the shortest sentence that leaves one position at layer $\ell$. One output sees all
+# $T$ words once $r_L \ge T$, that is
+#
+# $$
+# L \;=\; \Big\lceil \log_2\!\Big(\frac{T - 1}{D - 1} + 1\Big) \Big\rceil \;\approx\; \log_2 T .
+# $$
+#
+# The loop in the reference avoids the floating-point logarithm, which is exact here only by
+# luck of the powers of two; any answer equal to it for every $T$ and $D \ge 2$ is accepted.
+# So the number of layers a CNN needs for **full context** grows like $\log_2 T$, against the
+# RNN's $T$ steps of one layer: exponentially fewer, but not a constant.
+
+# %% [markdown]
+# **Problem 6.8 (seed 002 P3c, the comparison).** Compare the two running times of Problem
 # 6.5 in a few sentences: for a sentence of $T$ words, which model is faster in parallel
 # time, and by how much? Is the comparison fair: which words can one output of each model
-# have read? Write your answer in the cell below (it is graded by hand).
+# have read, and what does a CNN's time become once it must read all $T$ words? Write your
+# answer in the cell below (it is graded by hand).
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "cnn_rnn_comparison", "locked": false, "points": 2, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
@@ -382,7 +569,7 @@ hidden_check("ch6.RNN_TIME", RNN_TIME)
 # ### END SOLUTION
 
 # %% [markdown] tags=["solutions-only"]
-# ### Rubric (Problem 6.6, 2 points) and worked solution (Problem 6.5)
+# ### Rubric (Problem 6.8, 2 points)
 #
 # * **1 point: the comparison.** The CNN's time does not grow with $T$ ($O(L)$), the RNN's
 #   grows linearly with $T$ ($O(T + L)$), so the CNN is faster for long sentences, by a
@@ -390,111 +577,11 @@ hidden_check("ch6.RNN_TIME", RNN_TIME)
 #   an RNN layer must step through them). Half a point if the answer compares $O(L)$ with
 #   $O(T)$ without saying that the RNN's layers overlap, or without saying why.
 # * **1 point: fairness.** One output of the CNN sees a window of the sentence whose width
-#   grows like $2^L$ (its receptive field, Section 6.4); to see all $T$ words the CNN needs
-#   about $\log_2 T$ layers, so its time to read the whole sentence is $O(\log T)$, against
-#   $O(T)$ for the RNN. Any correct statement that a fixed-depth CNN does not see the whole
-#   sentence, with the $\log T$ depth it takes to do so, earns the point; half a point
-#   without the $\log T$.
-#
-# *Problem 6.5, CNN.* All positions of a layer are computed at once; one position of layer
-# $\ell + 1$ needs $D \cdot J = O(1)$ products, a sum of $O(1)$ terms, a subtraction and a
-# $\sigma$: $O(1)$ time once layer $\ell$ exists. The embedding is a table lookup, $O(1)$.
-# The layers must run one after another, so `CNN_TIME` is $L$, whatever $T$ is.
-#
-# *Problem 6.5, RNN.* The state at $t$ needs the state at $t - 1$, so one layer takes $T$
-# steps of $O(1)$ each. With $L$ layers, layer $\ell + 1$ can start on position $t$ as soon
-# as layer $\ell$ has produced it: the layers run as a pipeline (a wavefront), and the last
-# state of the last layer is ready after $T + L - 1$ steps, not $T L$. So `RNN_TIME` is
-# $T + L$. The seed's "$O(T)$" is the one-layer case ($L = 1$); since no relation between $T$
-# and $L$ is assumed, `"T"` alone is wrong for $L$ layers ($L$ may exceed $T$), and so is
-# `"T*L"` (the layers do not wait for each other to finish).
-
-# %% [markdown]
-# ## 6.4 How many layers does a CNN need?
-#
-# A CNN of *any* depth and an RNN that reads the whole sentence are not doing the same job:
-# an output of a shallow CNN does not see the whole sentence. Output position $t$ of layer
-# $\ell$ depends on the words in its **receptive field**; call their number $r_\ell$
-# ($r_0 = 1$). Count it from the top: layers $2, \dots, \ell + 1$ form an $\ell$-layer CNN
-# standing on layer 1, so one output of layer $\ell + 1$ depends on $r_\ell$ consecutive
-# positions of layer 1. Those are windows of $D$ words that start 2 words apart, so together
-# they cover $2(r_\ell - 1) + D$ words:
-#
-# $$
-# r_{\ell+1} = 2 r_\ell + D - 2,
-# \qquad r_0 = 1,
-# \qquad\text{that is}\qquad
-# r_\ell = 1 + (D - 1)(2^\ell - 1)
-# $$
-#
-# ($r_1 = D$, $r_2 = 3D - 2$, $r_3 = 7D - 6$). One output sees all $T$ words once
-# $r_L \ge T$, that is
-#
-# $$
-# L \;\ge\; \log_2\!\Big(\frac{T - 1}{D - 1} + 1\Big) \;\approx\; \log_2 T .
-# $$
-#
-# So the number of layers a CNN needs to reach **full context** grows like $\log_2 T$,
-# against the RNN's $T$ steps of one layer: exponentially fewer, but not a constant. Below:
-# the windows of a 3-layer CNN with $D = 3$ on $T = 15$ words, and the number of sequential
-# steps before one output has seen the whole sentence.
-
-# %%
-def receptive_field(layers: int, D: int) -> int:
-    """Input positions seen by one output of `layers` stride-2 layers of width D (r_{l+1} = 2 r_l + D - 2)."""
-    r = 1
-    for _ in range(layers):
-        r = 2 * r + D - 2
-    return r
-
-
-def layers_needed(T: int, D: int) -> int:
-    """Fewest stride-2 layers of width D after which one output sees all T positions."""
-    layers = 0
-    while receptive_field(layers, D) < T:
-        layers += 1
-    return layers
-
-
-assert all(receptive_field(l, D) == 1 + (D - 1) * (2**l - 1) for l in range(8) for D in range(1, 6))
-D, T = 3, 15
-fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 9), gridspec_kw={"height_ratios": [1, 1]})
-sizes = [T]
-while sizes[-1] >= D:
-    sizes.append((sizes[-1] - D) // 2 + 1)
-
-
-def centre(l: int, t: float) -> float:
-    """The middle of the receptive field of position t at layer l."""
-    return 2**l * t + (D - 1) * (2**l - 1) / 2
-
-
-for l in range(1, len(sizes)):
-    for t in range(sizes[l]):
-        for d in range(D):
-            ax.plot([centre(l, t), centre(l - 1, 2 * t + d)], [l, l - 1], color="0.75", lw=0.8, zorder=1)
-for l, n in enumerate(sizes):
-    ax.scatter([centre(l, t) for t in range(n)], [l] * n, s=60, zorder=2,
-               label=f"$M_{l}$: {n} position{'s' * (n > 1)}, each sees {receptive_field(l, D)} "
-                     f"word{'s' * (receptive_field(l, D) > 1)}")
-ax.set_yticks(range(len(sizes)))
-ax.set_xlabel("word position t")
-ax.set_ylabel("layer")
-ax.set_title(f"Stride-2 layers, D = {D}: one output of layer {len(sizes) - 1} sees all {T} words")
-ax.legend(fontsize=9, loc="upper left")
-
-Ts = [2**k for k in range(2, 17)]
-ax2.loglog(Ts, Ts, "o-", base=2, label="one RNN layer: T steps")
-for D_ in (2, 3, 5):
-    ax2.loglog(Ts, [layers_needed(T_, D_) for T_ in Ts], "s-", base=2, label=f"CNN, D = {D_}: layers for full context")
-ax2.set_xlabel("sentence length T")
-ax2.set_ylabel("sequential steps to see every word")
-ax2.set_title("Depth to full context")
-ax2.legend(fontsize=9)
-plt.tight_layout()
-plt.show()
-for T_ in (15, 100, 1000, 10**6):
-    print(f"T = {T_:>7}: a D = 3 CNN needs {layers_needed(T_, 3):2d} layers, one RNN layer {T_} steps")
+#   grows like $2^L$ (its receptive field, Problem 6.6); to see all $T$ words the CNN needs
+#   about $\log_2 T$ layers (Problem 6.7), so its time to read the whole sentence is
+#   $O(\log T)$, against $O(T)$ for the RNN. Any correct statement that a fixed-depth CNN
+#   does not see the whole sentence, with the $\log T$ depth it takes to do so, earns the
+#   point; half a point without the $\log T$.
 
 # %% [markdown]
 # ## 6.5 Classifying sentences
@@ -510,8 +597,8 @@ for T_ in (15, 100, 1000, 10**6):
 # no classifier can beat.
 #
 # The CNN: your `embed`, then three of your `conv_stride2` layers with $D = 3$ and $J = 64$
-# channels (sentences padded to $T = 15 = r_3$ words, so the third layer has a single
-# position, which sees every word), and a linear map of that position to three scores. The
+# channels (sentences padded to $T = 15$ words, so that the third layer has a single
+# position), and a linear map of that position to three scores. The
 # RNN: `embed`, a GRU with $J = 64$, and a linear map of its state after the last word.
 
 # %%
@@ -603,15 +690,13 @@ if DEMO:
     results["GRU"] = train(rnn, "GRU")
     for name, r in results.items():
         print(f"{name:>14}: held-out accuracy {r['accuracy'][-1]:.4f} (Bayes optimum {BAYES:.4f}), "
-              f"trained in {r['seconds']:.0f} s on {device.type}")
+              f"trained in {r['seconds']:.1f} s on {device.type}")
 
 # %% [markdown]
 # Section 6.4 in action: the same CNN with only one or two layers, still read at its first
-# top position, sees only the first $r_1 = 3$ or $r_2 = 7$ words of each sentence. Three words
-# (a determiner, perhaps an adjective, perhaps the subject noun) lose much of the evidence;
-# seven words already cover most sentences of this grammar completely (about three in four
-# have at most 7 words), so the second layer recovers most of the gap and the third the
-# rest.
+# top position, sees only the first $r_1$ or $r_2$ words of each sentence. How much of the
+# topic's evidence does each depth keep? (The first layer's window holds a determiner,
+# perhaps an adjective, perhaps the subject noun; this grammar's sentences are mostly short.)
 
 # %%
 if results:
@@ -629,7 +714,7 @@ if results:
     ax.legend(fontsize=9)
     depths = [1, 2, 3]
     accs = [results[f"CNN, {d} layer" + "s" * (d > 1)]["accuracy"][-1] for d in depths]
-    ax2.bar([f"{d} layer{'s' * (d > 1)}\nsees {receptive_field(d, 3)} words" for d in depths], accs, color="C0")
+    ax2.bar([f"{d} layer{'s' * (d > 1)}" for d in depths], accs, color="C0")
     ax2.axhline(results["GRU"]["accuracy"][-1], color="C1", lw=2, label="GRU")
     ax2.axhline(BAYES, color="k", lw=1, label="Bayes optimum")
     ax2.set_ylim(0.5, 1.0)
@@ -647,19 +732,22 @@ if results:
 #
 # Now the running time on this machine's active device: one forward pass over a batch of 8
 # random sentences of length $T = 2^k - 1$, for the CNN with enough layers to see the whole
-# sentence ($k - 1$ layers of width 3) and for the GRU ($J = 64$ for both). Every time is
-# the **median of 9 runs after 2 warm-up runs**, and the band around it spans the fastest
-# to the slowest run: on a shared, loaded machine single runs scatter, and the median with
-# its spread shows what is signal. (On a GPU the clock is read after
-# `torch.cuda.synchronize()`, since kernels run asynchronously.)
+# sentence (your `layers_needed(T, 3)` layers of width 3) and for the GRU ($J = 64$ for
+# both). Every time is the **median of 9 runs after 2 warm-up runs**, and the band around it
+# spans the fastest to the slowest run: on a shared, loaded machine single runs scatter, and
+# the median with its spread shows what is signal. (On a GPU the clock is read after
+# `torch.cuda.synchronize()`, since kernels run asynchronously.) The student edition leaves
+# out this cell's outputs and those of the next section, since they show your answer to
+# Problem 6.7: run them in your notebook.
 #
 # Both models do work proportional to $T$. On a CPU with a few cores that work decides the
-# time, but the CNN does it in $\log_2 T$ large operations and the GRU in $T$ small ones that
-# wait for each other, each paying its overhead. On a GPU, where all positions of a layer
-# run at once, the CNN's time should stay nearly flat until the device is full, while the
+# time, but the CNN does it in a few large operations, one per layer, and the GRU in $T$
+# small ones that wait for each other, each paying its overhead. On a GPU, where all
+# positions of a layer run at once, the CNN's time should stay nearly flat until the device
+# is full, while the
 # GRU's still grows linearly with $T$.
 
-# %%
+# %% tags=["answer-output"]
 def wall_clock(fn, *args, repeats: int = 9, warmup: int = 2) -> tuple[float, float, float]:
     """(median, fastest, slowest) seconds of fn(*args) over `repeats` runs after `warmup` runs."""
     for _ in range(warmup):
@@ -721,10 +809,11 @@ if timed_Ts:
 # The book's profiler (`attnlab.profiler.parallel_time`, Chapter 1) runs a function on shapes
 # only and returns its depth, the parallel time on an ideal machine, here with logarithmic
 # sums. Below it measures *your* `embed` and `conv_stride2` stacked into a CNN, with a fixed
-# 3 layers and with enough layers for full context, and a one-layer RNN written as a loop
+# 3 layers and with enough layers for full context (your `layers_needed`), and a one-layer RNN
+# written as a loop
 # ($z_t = \tanh(x_t W_x + z_{t-1} W_z)$), against $T$.
 
-# %%
+# %% tags=["answer-output"]
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
 

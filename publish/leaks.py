@@ -21,8 +21,9 @@ kit's source (`attnlab/`, as the release zip ships it). It is searched four ways
   signature). A signature that the public part of the chapters does not show is a leak
   wherever it appears; and a chapter page that shows every defining call of one of its
   solutions (two or more) shows the solution, public or not.
-* **Numeric answers by value.** Value answers (a `ValueCheck` such as a parameter count,
-  an equation such as `K = J/2` solved for each size) are evaluated at the sizes the
+* **Numeric answers by value.** Value answers (a function returning a number, such as a
+  parameter count: a `ValueCheck`, or a `FunctionCheck` whose reference is annotated
+  `-> int` or `-> float`; an equation such as `K = J/2` solved for each size) are evaluated at the sizes the
   chapter's code sets (`J = 64`, `for K, J in [(3, 8), ...]`), and each value of at least
   `MIN_VALUE` that the chapter's public source does not write itself is searched for in
   the chapter's outputs.
@@ -418,9 +419,13 @@ def size_values(codes: Iterable[str], names: Iterable[str]) -> dict[str, set[int
     return found
 
 
+_CLOCK = re.compile(r"(?<![\w.:])\d+:\d\d(?::\d\d)?(?![\w.:])")  # 00:13, 1:02:03: a progress bar's clock
+
+
 def literal_numbers(texts: Iterable[str]) -> set[str]:
-    """Every number written in `texts` (as text: '64', '0.5')."""
-    return {m for t in texts for m in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", t)}
+    """Every number written in `texts` (as text: '64', '0.5'); the readings of a clock (a progress bar's
+    elapsed time, 00:13) are times, not values."""
+    return {m for t in texts for m in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", _CLOCK.sub(" ", t))}
 
 
 def _format(value: object) -> str | None:
@@ -473,14 +478,30 @@ def _value_checks(checks: dict) -> dict[str, object]:
     return {name: c for name, c in checks.items() if not isinstance(c, (FunctionCheck, ValueCheck))}
 
 
+def _value_function(check: object) -> Callable[..., object] | None:
+    """The reference of a check whose answer is a function returning a number (a ValueCheck, or a
+    FunctionCheck whose reference is annotated `-> int` or `-> float`, such as a count built on an
+    upstream function); None for functions of tensors and for answers that are not functions."""
+    from autograder.checks.base import FunctionCheck, ValueCheck
+
+    if isinstance(check, ValueCheck):
+        return check.reference
+    if isinstance(check, FunctionCheck):
+        fn = getattr(check.reference, "fn", check.reference)  # upstream checks wrap their reference
+        with contextlib.suppress(TypeError, ValueError):
+            if inspect.signature(fn).return_annotation in ("int", "float", int, float):
+                return fn
+    return None
+
+
 def _answer_names(checks: dict) -> dict[str, set[str]]:
-    """Chapter -> the names of its value answers (symbolic, equation, and ValueCheck functions)."""
+    """Chapter -> the names of its value answers (symbolic, equation, and functions returning numbers)."""
     from autograder.checks.base import FunctionCheck
 
     names: dict[str, set[str]] = {}
     for name, check in checks.items():
         chapter, _, short = name.partition(".")
-        if not isinstance(check, FunctionCheck):
+        if not isinstance(check, FunctionCheck) or _value_function(check) is not None:
             names.setdefault(chapter, set()).add(short)
     return names
 
@@ -525,21 +546,19 @@ def answer_values(chapter: str, checks: dict, public: list[str]) -> dict[str, se
     """Value answers of `chapter` evaluated at the sizes its public code sets: answer -> printed values."""
     import sympy
 
-    from autograder.checks.base import ValueCheck
-
     out: dict[str, set[str]] = {}
     written = literal_numbers(public)
     for name, check in checks.items():
         if not name.startswith(chapter + "."):
             continue
         values: set[str] = set()
-        if isinstance(check, ValueCheck):
-            params = list(inspect.signature(check.reference).parameters)
+        if (fn := _value_function(check)) is not None:
+            params = [n for n, p in inspect.signature(fn).parameters.items() if p.kind != p.KEYWORD_ONLY]
             sizes = size_values(public, params)
             if all(sizes[p] for p in params):
                 for combo in itertools.islice(itertools.product(*(sorted(sizes[p]) for p in params)), MAX_COMBINATIONS):
                     with contextlib.suppress(Exception):
-                        values.add(_format(check.reference(*combo)) or "")
+                        values.add(_format(fn(*combo)) or "")
         elif "=" in str(getattr(check, "reference", "")):
             variables = tuple(getattr(check, "variables", ()))
             lhs, rhs = str(check.reference).split("=", 1)

@@ -19,3 +19,20 @@ def conv_stride2(M: torch.Tensor, W: torch.Tensor, beta: torch.Tensor) -> torch.
     D = W.shape[0]
     windows = M.unfold(1, D, 2)  # [B, T2, J, D]: windows[b,t,j,d] = M[b, 2t+d, j]
     return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W) - beta)
+
+
+# Problem 6.6: r_{l+1} = 2 r_l + D - 2 from r_0 = 1 (stride-2 windows of D words, 2 apart).
+def receptive_field(l: int, D: int) -> int:
+    """r_l: words that one output of layer l depends on, for stride-2 layers of width D (r_0 = 1)."""
+    return 1 + (D - 1) * (2**l - 1)
+
+
+# Problem 6.7: the fewest L with r_L >= T (graded over the student's own receptive_field too).
+def layers_needed(T: int, D: int, *, receptive_field=receptive_field) -> int:
+    """The fewest stride-2 layers of width D >= 2 after which one output sees all T words."""
+    if D < 2:
+        raise ValueError(f"with D = {D} a layer's output sees one word: no depth sees a longer sentence")
+    layers = 0
+    while receptive_field(layers, D) < T:
+        layers += 1
+    return layers

@@ -128,6 +128,23 @@ def test_an_answer_value_in_an_output_is_found() -> None:
     assert any(h.startswith(planted.where) and f"shows {value}" in h for h in hits), hits
     other = Doc(planted.where, f"the counts agree at {int(float(value)) + 1}\n", "output", "ch3")
     assert not [h for h in leaks.audit([other], {"ch3": sources["ch3"]}).hits if h.startswith(other.where)]
+    short = min(found, key=float)  # two digits: it reads as a clock's seconds
+    assert len(short) == 2 and leaks.audit([Doc(planted.where, f"{short}\n", "output", "ch3")], {"ch3": sources["ch3"]}).hits
+    clock = Doc(planted.where, f"training [00:{short}<00:{short}, 53.2it/s]\n", "output", "ch3")
+    assert not [h for h in leaks.audit([clock], {"ch3": sources["ch3"]}).hits if h.startswith(clock.where)], \
+        "a progress bar's clock reading is a time, not a value"
+
+
+def test_a_function_returning_a_number_is_a_value_answer() -> None:
+    """A count graded as a function (upstream on another count) gives its answer away in outputs as a ValueCheck
+    does; a function of tensors does not."""
+    names = leaks._answer_names(CHECKS)
+    assert {"receptive_field", "layers_needed"} <= names["ch6"] and "conv_stride2" not in names["ch6"]
+    assert {"params_separate", "layer_params_separate", "layer_params_merged"} <= names["ch3"]
+    assert "merge_query_key" not in names["ch3"]
+    # evaluated at the sizes the code sets: r_7 = 1 + 2 (2^7 - 1) = 255 for D = 3; 5000 words need 12 layers
+    values = leaks.answer_values("ch6", CHECKS, ["T, D = 5000, 3", "l = 7"])
+    assert values == {"ch6.receptive_field": {"255"}, "ch6.layers_needed": {"12"}}, values
 
 
 def test_a_cell_drawing_from_a_value_answer_must_drop_its_outputs() -> None:

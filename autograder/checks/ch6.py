@@ -1,10 +1,10 @@
-"""Hidden checks of Chapter 6: the two equations (P3a, P3b), embed and conv_stride2 (CNN_TIME, RNN_TIME
-come from solutions.answers)."""
+"""Hidden checks of Chapter 6: the two equations (P3a, P3b), embed and conv_stride2, the receptive field
+and the depth to full context (CNN_TIME, RNN_TIME come from solutions.answers)."""
 from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, randn
+from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, devices, randn
 from solutions import ch6
 
 # Problem 6.1: layer 0 from the word vectors E[w, j] and the word ids w[b, t] (values < |V|).
@@ -56,9 +56,29 @@ def conv_stride2_trials(gen: torch.Generator) -> list[tuple]:
     return trials
 
 
+def receptive_field_trials(gen: torch.Generator) -> list[tuple]:
+    """(l, D): layer 0, D = 1 (never grows), D = 2 (powers of two), a deep stack, random ones up to l = 60."""
+    fixed = [(0, 1), (0, 4), (1, 1), (1, 5), (6, 1), (2, 2), (3, 3), (5, 2), (4, 7), (60, 9)]
+    ls, Ds = torch.randint(0, 61, (8,), generator=gen).tolist(), torch.randint(1, 10, (8,), generator=gen).tolist()
+    return fixed + list(zip(ls, Ds))
+
+
+def layers_needed_trials(gen: torch.Generator) -> list[tuple]:
+    """(T, D), D >= 2: one word, T = D, T exactly r_L and one more (both sides of a boundary), T up to 1e15."""
+    r = ch6.receptive_field
+    fixed = [(1, 2), (1, 5), (3, 3), (2, 2), (r(4, 3), 3), (r(4, 3) + 1, 3), (r(7, 2), 2), (r(7, 2) + 1, 2),
+             (r(45, 5), 5), (r(45, 5) + 1, 5), (10**15, 2)]
+    Ts = [int(10 ** (15 * u)) for u in torch.rand(6, generator=gen).tolist()]
+    Ds = torch.randint(2, 10, (6,), generator=gen).tolist()
+    return fixed + list(zip(Ts, Ds))
+
+
 CHECKS = {
     "ch6.EMBED_EQUATION": EquationCheck(EMBED_EQUATION),
     "ch6.STRIDE2_EQUATION": EquationCheck(STRIDE2_EQUATION),
     "ch6.embed": FunctionCheck(ch6.embed, embed_trials),
     "ch6.conv_stride2": FunctionCheck(ch6.conv_stride2, conv_stride2_trials),
+    "ch6.receptive_field": ValueCheck(ch6.receptive_field, receptive_field_trials),
+    # judged over the student's own receptive_field too: a wrong receptive field costs only its own cell
+    "ch6.layers_needed": FunctionCheck(ch6.layers_needed, layers_needed_trials, upstream=("receptive_field",)),
 }

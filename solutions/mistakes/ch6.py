@@ -65,4 +65,32 @@ WRONG = [
     Wrong("cnn_time", 'CNN_TIME = "L*log(T)"', ("test_cnn_time",), "a sum over the sentence in every layer"),
     Wrong("rnn_time", 'RNN_TIME = "T*L"', ("test_rnn_time",), "the layers of the RNN not pipelined"),
     Wrong("rnn_time", 'RNN_TIME = "T"', ("test_rnn_time",), "the one-layer answer: L layers add L steps"),
+    # Problem 6.6, receptive_field (a wrong one costs nothing in Problem 6.7, graded over it)
+    Wrong("receptive_field", '''
+        def receptive_field(l, D):
+            return D**l  # D windows of D words that do not overlap
+        ''', ("test_receptive_field",), "windows counted as disjoint (stride D), a mistake the visible test names"),
+    Wrong("receptive_field", '''
+        def receptive_field(l, D):
+            r = 1
+            for _ in range(l):
+                r = 2 * r + D - 1  # the overlap of neighbouring windows miscounted by one
+            return r
+        ''', ("test_receptive_field",), "r_{l+1} = 2 r_l + D - 1: one word too many per layer"),
+    Wrong("receptive_field", '''
+        def receptive_field(l, D):
+            return round(1 + (D - 1) * (2.0**l - 1))  # a float: inexact past 2**53
+        ''', ("test_receptive_field",), "the closed form in floating point, wrong for deep stacks only"),
+    # Problem 6.7, layers_needed
+    Wrong("layers_needed", '''
+        def layers_needed(T, D):
+            return math.ceil(math.log2(T))  # halve until one word is left: the width D ignored
+        ''', ("test_layers_needed",), "log2 T layers whatever the filter width"),
+    Wrong("layers_needed", '''
+        def layers_needed(T, D):
+            layers = 0
+            while receptive_field(layers, D) <= T:  # one layer too many when the field fits exactly
+                layers += 1
+            return layers
+        ''', ("test_layers_needed",), "off by one at the boundary r_L = T"),
 ]
