@@ -11,6 +11,11 @@ Per-notebook overhead = grading time minus the notebook's own execution time, fr
 engine's grading_log.json (fields `grading_time` and `execution_time`); the amortized
 figure, (wall time x workers - total execution time) / notebooks, is printed beside it.
 
+The floor is what no engine can beat on the same workers: the notebooks' own execution
+(the sum of `execution_time`) spread evenly over the workers with no overhead at all. It
+bounds the ratio to stock nbgrader whatever the engine does; it is printed with each
+assignment's share of the execution, so a chapter whose cells dominate is visible.
+
 Prints figures side by side; it is not a timed test. From the repository root:
 
     .venv/bin/python benchmarks/bench_grading.py                  # ch1, 3 copies of the class
@@ -97,6 +102,23 @@ def agreement(ours: Path, stock: Path, honest: set[str]) -> tuple[int, int, list
     return len(keys) - len(differ), len(keys), differ
 
 
+def print_floor(logs: list[gradinglog.NotebookLog], workers: int, wall_ours: float, wall_stock: float) -> None:
+    """The bound the notebooks' own execution sets: no engine grades faster than their cells run,
+    spread evenly over the workers with no overhead at all; and each assignment's share of it."""
+    by_assignment: dict[str, list[float]] = {}
+    for lg in logs:
+        by_assignment.setdefault(lg.assignment, []).append(lg.execution_time)
+    total = sum(sum(times) for times in by_assignment.values())
+    floor = total / workers
+    print(f"floor: the cells' own execution, {total:.1f} s, over {workers} workers with no overhead = {floor:.1f} s; "
+          f"ours is {wall_ours / floor:.2f}x the floor, and no engine on these workers exceeds "
+          f"{wall_stock / floor:.1f}x stock")
+    print(f"{'execution by assignment':34}{'notebooks':>10}{'median (s)':>12}{'sum (s)':>10}{'share':>8}")
+    for name, times in sorted(by_assignment.items()):
+        print(f"{name:34}{len(times):>10}{statistics.median(times):>12.2f}{sum(times):>10.1f}"
+              f"{sum(times) / total:>8.0%}")
+
+
 def main() -> None:
     """Prepare one course, grade its copies both ways, print the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -159,6 +181,7 @@ def main() -> None:
         amortized = (wall_ours * args.workers - sum(exec_times)) / n_nb
         print(f"notebook execution time: median {statistics.median(exec_times):.3f} s; amortized overhead "
               f"(wall x workers - execution) / notebooks: {amortized:.3f} s (includes worker start-up)")
+        print_floor(logs, args.workers, wall_ours, wall_stock)
     print(f"stock per submission: median {statistics.median(per_stock):.2f} s, max {max(per_stock):.2f} s")
     honest = {p.student for p in example_class.PROFILES if p.honest}
     agree, compared, differ = agreement(ours, stock, honest)
