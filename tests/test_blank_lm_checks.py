@@ -1,8 +1,10 @@
 """Chapter 4's hidden checks, graded by behaviour: each defence against an attack that it stops.
 
-Fast: no training. The heads are judged through `judge` exactly as the grader does; the trained
+Fast but one: no training. The heads are judged through `judge` exactly as the grader does; the trained
 model's outputs are stood in for by tensors built from the exact posterior, so each attack on the
 held-out check (peeking at the blank, ignoring the renaming, claiming a low loss) is one tensor.
+The one slow test grades a whole notebook in the engine: a head that searches its process for the
+parts of the trials only the judge may hold (the renaming, the held-out words) finds none.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from attnlab.data.grammar import GRAMMAR
 from attnlab.grading import Outcome, run_trials
 from autograder.checks import ch4 as checks
 from autograder.judge import judge, make_trials, sent
+from coursenb.chapters import select
 from solutions import ch4
 from solutions.mistakes.ch4 import WRONG
+from tests import nbgrader_support as nbs
+from tests.adversarial import cell
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +149,53 @@ def test_no_output_can_claim_less_than_the_optimum(lm_trials) -> None:
 def test_bad_outputs_fail_with_a_reason(lm_trials, bad) -> None:
     verdict = _lm(lm_trials, bad)
     assert not verdict.passed and verdict.message
+
+
+# A right head that first searches every object of its process for a trial's private part (the
+# dict at its end: {"kind": "base" | "words" | "rows", ...} for the head alone, {"perm", "held",
+# "t"} for the trained model) or a whole trial (one item more than the student's function is called with); if it finds one,
+# it answers NaN, so the check fails. It searches when a head is made: once per trial of
+# ch4.blank_head, once per training of ch4.blank_lm.
+PRYING_HEAD = """
+class BlankHead(nn.Module):
+    def __init__(self, J, U):
+        super().__init__()
+        import gc
+        private = lambda o: type(o) is dict and (o.keys() == {"perm", "held", "t"} or (
+            o.keys() in ({"kind"}, {"kind", "base", "perm"}) and o["kind"] in ("base", "words", "rows")))
+        self.pried = sum(1 for o in gc.get_objects()
+                         if private(o) or (type(o) is tuple and len(o) in (7, 9) and private(o[-1])))
+        self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+        self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+
+    def forward(self, z_fwd_prev, z_bwd_next, E):
+        scores = (torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev)
+                  + torch.einsum("wu,uj,nj->nw", E, self.W_bwd, z_bwd_next))
+        return torch.log_softmax(scores, dim=-1) + (float("nan") if self.pried else 0.0)
+"""
+
+
+def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
+    """The positive control: in a process that holds whole trials (this one), the prying head finds them."""
+    assert _head(PRYING_HEAD)(4, 3).pried > 0
+    verdict = _judge_head(head_trials, _head(PRYING_HEAD))
+    assert not verdict.passed and "NaN" in verdict.message
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Object of type")
+def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
+    """Graded by the engine, the prying head finds nothing and earns every point: what reaches the
+    notebook's process is `sent`, the trials without their private parts, for both checks."""
+    from autograder.engine import Limits, grade
+
+    chapter = select(["ch4"])[0]
+    course_dir = nbs.make_course(tmp_path / "course", [chapter.assignment])
+    src = nbs.source_nb(chapter, course_dir)
+    cell(src, "blank_head").source = PRYING_HEAD.strip()
+    nbs.submit(course_dir, chapter, "prying", src)
+    summary = grade(course_dir, workers=1, progress=False, limits=Limits(cell_seconds=300, notebook_seconds=900))
+    assert summary.graded == 1 and summary.failed == 0
+    scores = nbs.scores(course_dir, chapter, "prying")
+    assert scores == nbs.max_points(src), scores
+    assert {"test_blank_head", "test_blank_lm"} <= scores.keys()
