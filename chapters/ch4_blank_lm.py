@@ -474,6 +474,10 @@ if not is_grading():
         raise Explained(f"your trained model is {cross - optimum:.3f} nats above the optimum; the grader allows 0.10. "
                         "Does your head use both states and the word vectors? Are its parameters scaled so training "
                         "can start (not zero, not huge)?")
+    if cross - optimum > 0.07:
+        print("Passed, but near the bound: the grader trains on sentences of its own with another seed, and the gap of "
+              "a head this close to 0.10 can move by a few hundredths from one draw to the next, above 0.10 too. "
+              "A head that trains well sits clearly below it; run this cell's training with seed=1 and seed=2 in a cell of your own to see how yours varies.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
