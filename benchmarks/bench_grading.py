@@ -111,8 +111,8 @@ def print_floor(logs: list[gradinglog.NotebookLog], workers: int, wall_ours: flo
     total = sum(sum(times) for times in by_assignment.values())
     floor = total / workers
     print(f"floor: the cells' own execution, {total:.1f} s, over {workers} workers with no overhead = {floor:.1f} s; "
-          f"ours is {wall_ours / floor:.2f}x the floor, and no engine on these workers exceeds "
-          f"{wall_stock / floor:.1f}x stock")
+          f"ours is {wall_ours / floor:.2f}x the floor; with the cells running as fast as here, no engine on "
+          f"{workers} workers exceeds {wall_stock / floor:.1f}x stock")
     print(f"{'execution by assignment':34}{'notebooks':>10}{'median (s)':>12}{'sum (s)':>10}{'share':>8}")
     for name, times in sorted(by_assignment.items()):
         print(f"{name:34}{len(times):>10}{statistics.median(times):>12.2f}{sum(times):>10.1f}"
