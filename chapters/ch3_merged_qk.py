@@ -5,9 +5,9 @@
 # score $\text{Query}\cdot\text{Key}$. So they can be multiplied out into one $J\times J$
 # matrix $\tilde W^Q$ per head, and the key matrix disappears. This chapter asks you to
 # derive the merged matrix, to check numerically that it gives the same attention, to
-# count parameters both ways, and to weigh what the merge costs and gains; then it takes
-# up the converse question the seed leaves open: can every merged matrix be split back
-# into a query and a key matrix?
+# count parameters both ways, and to weigh what the merge costs and gains, including the
+# converse question the seed leaves open: can every merged matrix be split back into a
+# query and a key matrix?
 #
 # You will write the equation of $\tilde W^Q$ (`WQ_TILDE`), implement `merge_query_key`,
 # `attention_weights`, `merged_attention_weights` and the parameter counts per head and
@@ -110,10 +110,11 @@ e0, e1 = torch.eye(2, dtype=torch.float64)
 hand = {"WQ": e0.expand(1, 4, 2), "WK": e1.expand(1, 4, 2)}
 got = evaluate(parse_answer(WQ_TILDE, ("WQ", "WK"), "WQ_tilde"), hand, sizes={"H": 1, "K": 4, "J": 2})["WQ_tilde"]
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
-    "j1 comes from W^K and j2 from W^Q: the first index pairs with the query position t1, so it comes from "
-    "W^Q (this is the transpose)": [[[0.0, 0.0], [2.0, 0.0]]],
-    "the scale 1/sqrt(K) = 1/2 is missing: it must be folded into W~Q": [[[0.0, 4.0], [0.0, 0.0]]],
-    "the scale is 1/sqrt(J); it must be 1/sqrt(K), the query/key size": [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
+    "that is the transpose of the right matrix: which of j1, j2 pairs with the query position t1, and which "
+    "matrix does that position's vector meet?": [[[0.0, 0.0], [2.0, 0.0]]],
+    "that is twice the right matrix: the score Query . Key is scaled, and W~Q must give the scaled score": [[[0.0, 4.0], [0.0, 0.0]]],
+    "that is sqrt(2) times the right matrix here: which size is the score divided by the square root of?":
+        [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
 }
 for mistake, wrong in mistakes.items():
     if got.shape == (1, 2, 2) and torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
@@ -155,9 +156,9 @@ e0, e1 = torch.eye(2, dtype=torch.float64)
 got = merge_query_key(e0.expand(1, 4, 2), e1.expand(1, 4, 2))
 expect_shape(got, (1, 2, 2), "merge_query_key on the hand-checked example")
 mistakes = {
-    "query and key sides are swapped (this is the transpose of W~Q): j1 goes with W^Q": [[[0.0, 0.0], [2.0, 0.0]]],
-    "the scale 1/sqrt(K) = 1/2 is not folded in": [[[0.0, 4.0], [0.0, 0.0]]],
-    "the scale is 1/sqrt(J) instead of 1/sqrt(K)": [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
+    "that is the transpose of W~Q (query and key sides swapped)": [[[0.0, 0.0], [2.0, 0.0]]],
+    "that is twice W~Q here: the score's scale is not in it": [[[0.0, 4.0], [0.0, 0.0]]],
+    "that is sqrt(2) times W~Q here: the wrong size under the square root": [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
@@ -170,7 +171,7 @@ M = torch.randn(4, J, generator=g, dtype=torch.float64)
 scores = torch.einsum("htk,huk->htu", torch.einsum("hkj,tj->htk", WQ, M), torch.einsum("hkj,tj->htk", WK, M))
 expect_close(torch.einsum("ta,hab,ub->htu", M, Wt, M), scores / math.sqrt(K),
              "M W~Q[h] M^T against the scores Query . Key / sqrt(K) (Chapter 1)",
-             hint="Every head is merged on its own: sum over k only, never over heads.")
+             hint="Every head is merged on its own: nothing mixes two heads.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -474,6 +475,8 @@ print("by your functions, the two counts are equal at K =", crossing)
 # 2. **compute per score**: how many multiplications one score $s[h, t_1, t_2]$ takes each
 #    way, and what must be computed once per position first;
 # 3. **expressive power**: which score functions each form can represent. Is the seed right?
+#    And the converse: can every $J\times J$ matrix $\tilde W^Q[h]$ be split back into a pair
+#    $W^Q[h]$, $W^K[h]$ of size $K\times J$?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "merge_tradeoffs", "locked": false, "points": 3, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
@@ -543,8 +546,10 @@ print("by your functions, the two counts are equal at K =", crossing)
 # are cheaper; the original Transformer has $K = J/H$ (64 of 512 with 8 heads), so the
 # merged form would cost $J/(2K) = H/2 = 4$ times as many parameters.
 
-# %% [markdown]
+# %% [markdown] tags=["solutions-only"]
 # ## 3.5 The converse: can $\tilde W^Q$ be split again?
+#
+# *(Solutions edition only: this section works out part 3 of Problem 3.8.)*
 #
 # A merged matrix $\frac{1}{\sqrt K} W^Q[h]^\top W^K[h]$ is a product through a
 # $K$-dimensional space, so its **rank is at most $K$**. When $K < J$ a general $J\times J$
@@ -565,7 +570,7 @@ print("by your functions, the two counts are equal at K =", crossing)
 # $\operatorname{rank}\tilde W^Q \le K$; otherwise it is the best rank-$K$ approximation
 # (Eckart–Young), and its error is $\big(\sum_{r \ge K} \sigma_r^2\big)^{1/2}$.
 
-# %%
+# %% tags=["solutions-only"]
 def split_merged(W_tilde: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """One head's W~Q[J, J] -> (WQ[K, J], WK[K, J]) whose merge is the best rank-K approximation of W~Q."""
     U, S, Vh = torch.linalg.svd(W_tilde)
@@ -589,11 +594,10 @@ for name, W in [("a product through K = 3 dimensions", low_rank), ("a random 8 x
 assert torch.linalg.matrix_rank(low_rank).item() <= K and rank_k_error(low_rank, K) < 1e-12
 assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrary, K) > 0.1
 
-# %% [markdown]
-# With your `merge_query_key`, the split pair merges back to the rank-$K$ approximation
-# (run it yourself):
+# %% [markdown] tags=["solutions-only"]
+# With `merge_query_key`, the split pair merges back to the rank-$K$ approximation:
 
-# %% tags=["answer-output"]
+# %% tags=["solutions-only"]
 for name, W in [("low rank", low_rank), ("random", arbitrary)]:
     WQ_h, WK_h = split_merged(W, K)
     U, S, Vh = torch.linalg.svd(W)
@@ -601,7 +605,7 @@ for name, W in [("low rank", low_rank), ("random", arbitrary)]:
     print(f"{name}: max |merge(split(W~Q)) - best rank-{K} approximation| = "
           f"{(back - (U[:, :K] * S[:K]) @ Vh[:K]).abs().max().item():.1e}")
 
-# %%
+# %% tags=["solutions-only"]
 S = torch.linalg.svdvals(arbitrary)
 errors = [rank_k_error(arbitrary, k) for k in range(1, J + 1)]
 frobenius = [(S[k:] ** 2).sum().sqrt().item() for k in range(1, J + 1)]
@@ -616,7 +620,7 @@ ax.legend(fontsize=9)
 plt.show()
 assert errors[-1] < 1e-12 and all(e > 1e-3 for e in errors[:-1])
 
-# %% [markdown]
+# %% [markdown] tags=["solutions-only"]
 # A random full-rank $\tilde W^Q$ can be split only with $K = J$; for every smaller $K$ the
 # best split misses it, by the discarded singular values. So a free merged matrix is not
 # restricted to rank-$K$ bilinear scores, a restriction the separate form has.
