@@ -146,7 +146,7 @@ expect_shape(got, (1, 3, 2), "embed(w[1,3], E[3,2])", hint="One J-vector per wor
 expect_like(got, E1, "embed with float64 word vectors")
 expect_like(embed(w1, E1.float()), E1.float(), "embed with float32 word vectors")
 expect_close(got, torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]]], dtype=torch.float64), "embed([[2, 0, 2]], E)",
-             hint="Position t of sentence b holds the word vector (the ROW of E) of word w[b, t].")
+             hint="Look at what E's rows and columns index, and which of them a word id selects.")
 
 # Two sentences, a vocabulary of 4 words with J = 3 (|V| != J: the row of E is the word, the column the channel).
 E2 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64)
@@ -163,14 +163,14 @@ hidden_check("ch6.embed", embed)
 # %% [markdown]
 # ## 6.2 A stride-2 convolution layer
 #
-# Layer $\ell + 1$ slides a filter of width $D$ over layer $\ell$ in steps of 2: its output
-# position $t$ reads the $D$ input positions of its window, which starts at input
-# position $2t$, from every input channel $j$; the filter $W_{\ell+1}[\Delta, j, j']$ weighs
-# offset $\Delta$ of input channel $j$ for output channel $j'$; the threshold
-# $\beta_{\ell+1}[j']$ is subtracted and the logistic function $\sigma$ applied. The filter
-# may change the number of channels: $W_{\ell+1}$ is $[D, J, J']$ and layer $\ell + 1$ has
-# $J'$ channels and $T_{\ell+1} = \lfloor (T_\ell - D)/2 \rfloor + 1$ positions (valid
-# positions only).
+# Layer $\ell + 1$ is a convolution of layer $\ell$ with stride 2 and a filter of width $D$,
+# valid positions only (no padding; output position 0 is the window at the start of the
+# sentence), followed by a threshold and the logistic function $\sigma$. The conventions:
+# $W_{\ell+1}[\Delta, j, j']$ is indexed by the offset $\Delta < D$ within a window, the
+# input channel $j$ and the output channel $j'$; the threshold $\beta_{\ell+1}[j']$ is
+# *subtracted* before $\sigma$. The filter may change the number of channels: $W_{\ell+1}$ is
+# $[D, J, J']$, and layer $\ell + 1$ has $J'$ channels and
+# $T_{\ell+1} = \lfloor (T_\ell - D)/2 \rfloor + 1$ positions.
 #
 # **Problem 6.3 (seed 002 P3b).** Give an equation for $M_{\ell+1}[b, t, j']$ as a function of
 # $M_\ell$, the filter $W_{\ell+1}$ and the bias $\beta_{\ell+1}$. Name the tensors `M1`
@@ -267,18 +267,18 @@ expect_close(conv_stride2(M, zero, beta), torch.sigmoid(-beta).expand(B, 3, J2),
 expect_close(conv_stride2(M, zero, torch.zeros_like(beta)), torch.full((B, 3, J2), 0.5, dtype=torch.float64),
              "conv_stride2 with W = 0 and beta = 0", hint="sigma(0) = 1/2: apply torch.sigmoid to the sums.")
 
-# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]], beta = [1], M = [1, 2, 3, 4, 5].
-# Output t = 0 reads M[0], M[1]: 1*1 + 2*2 - 1 = 4; t = 1 reads M[2], M[3]: 1*3 + 2*4 - 1 = 10; M[4] has no window.
+# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]], beta = [1], M = [1, 2, 3, 4, 5]: two windows
+# fit, and before the sigmoid the outputs are 4 and 10 (work them out).
 M1 = torch.tensor([[[1.0], [2.0], [3.0], [4.0], [5.0]]], dtype=torch.float64)
 W1 = torch.tensor([[[1.0]], [[2.0]]], dtype=torch.float64)
 expect_close(conv_stride2(M1, W1, torch.tensor([1.0], dtype=torch.float64)),
              torch.sigmoid(torch.tensor([[[4.0], [10.0]]], dtype=torch.float64)), "conv_stride2 on the hand example",
-             hint="Window t starts at input position 2t (stride 2) and offset d multiplies W[d]: 1*M[2t] + 2*M[2t+1] "
-                  "(offsets reversed would give 2*M[2t] + 1*M[2t+1] = 3 and 9).")
+             hint="Work the example by hand: which inputs does each output window read with stride 2, and which "
+                  "of W[0], W[1] multiplies which of them? (Offsets reversed give 3 and 9 before the sigmoid.)")
 
 # The batch index is kept: each sentence is convolved on its own.
 expect_close(out[1:], conv_stride2(M[1:], W, beta), "conv_stride2(M)[1] against conv_stride2(M[1:])",
-             hint="Sentence b's output may depend on sentence b's input only: M[b, 2t + d, j].")
+             hint="Sentence b's output may depend on sentence b's input only.")
 
 # The middle index of W is the input channel, the last the output channel.
 expect_close(out[..., :2], conv_stride2(M, W[..., :2], beta[:2]), "the first two output channels",
@@ -740,12 +740,16 @@ if results:
 # out this cell's outputs and those of the next section, since they show your answer to
 # Problem 6.7: run them in your notebook.
 #
-# Both models do work proportional to $T$. On a CPU with a few cores that work decides the
-# time, but the CNN does it in a few large operations, one per layer, and the GRU in $T$
-# small ones that wait for each other, each paying its overhead. On a GPU, where all
-# positions of a layer run at once, the CNN's time should stay nearly flat until the device
-# is full, while the
-# GRU's still grows linearly with $T$.
+# Both models do work proportional to $T$. Before you run it, predict from your answers to
+# Problems 6.5 and 6.8 how each curve should grow with $T$ on a CPU with a few cores, where
+# the work decides much of the time, and on a GPU, where all positions of a layer can run at
+# once; then compare.
+
+# %% [markdown] tags=["solutions-only"]
+# *What to expect.* On a CPU with a few cores the work decides the time, but the CNN does it
+# in a few large operations, one per layer, and the GRU in $T$ small ones that wait for each
+# other, each paying its overhead. On a GPU the CNN's time should stay nearly flat until the
+# device is full, while the GRU's still grows linearly with $T$.
 
 # %% tags=["answer-output"]
 def wall_clock(fn, *args, repeats: int = 9, warmup: int = 2) -> tuple[float, float, float]:
