@@ -270,8 +270,8 @@ expect_like(head_outputs(J, U, 0, z_fwd_prev.float(), z_bwd_next.float(), E.floa
 
 # Log-probabilities: exp of every row sums to 1 (over the words, not over the blanks).
 expect_close(out.exp().sum(dim=1), torch.ones(N, dtype=torch.float64), "the probabilities of each row, summed over the words",
-             hint="Return ln P: torch.log_softmax(scores, dim=-1) over the words (the last axis). Raw scores, "
-                  "probabilities (softmax without the log), or a softmax over the blanks (dim 0) all fail here.")
+             hint="Return ln P, normalised over the words (the last axis). Raw scores, probabilities (without the "
+                  "log), or a normalisation over the blanks (dim 0) all fail here.")
 
 # Any vocabulary size: the head was never told |V|.
 for size in (1, 2, 52, 300):

@@ -270,8 +270,8 @@ c = torch.tensor([[1.0, 2.0, 3.0], [4.0, 4.0, 6.0]], dtype=torch.float64)
 M1 = (c.log() / 4)[:, :, None].expand(2, 3, 4)
 one, W1 = torch.ones(1, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64)
 expect_close(image_attention(one, W1, M1), c / 20, "image_attention on the hand-checked example",
-             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]. The score is z_prev W_att M[x, y] with no "
-                  "1/sqrt(K) factor (with it you would get sqrt(c) / sqrt(c).sum()).")
+             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]: compare your scores with your equation of "
+                  "Problem 5.1 (with a 1/sqrt(K) factor you would get sqrt(c) / sqrt(c).sum()).")
 
 # Adding 1000 to every score changes nothing, but exp(1000) overflows.
 expect_close(image_attention(one, W1, M1 + 250.0), c / 20, "image_attention with scores near 1000",
@@ -315,8 +315,8 @@ for x, y in [(0, 0), (2, 1), (1, 4)]:
     onehot = torch.zeros(X, Y, dtype=torch.float64)
     onehot[x, y] = 1.0
     expect_close(attend(onehot, M), M[x, y], f"attend with all the weight on cell ({x}, {y})",
-                 hint="Weight each cell's vector M[x, y, :] by its own alpha[x, y] (x and y not swapped) "
-                      "and sum over the cells, not over k.")
+                 hint="With all the weight on cell (x, y) the glimpse must be that cell's feature vector "
+                      "(x and y not swapped; one entry per feature k).")
 
 # Uniform weights: the mean feature vector.
 expect_close(attend(torch.full((X, Y), 1.0 / (X * Y), dtype=torch.float64), M), M.mean(dim=(0, 1)),
