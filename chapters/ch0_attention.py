@@ -426,10 +426,13 @@ hidden_check("ch0.column_attention", column_attention)
 # Concatenating heads side by side in the row form is the transpose of stacking them
 # vertically. So the column form applied to $M^\top$ is the row form applied to $M$,
 # transposed: $\mathtt{column\_attention}(M^\top) = \big(\text{row form}(M)\big)^\top$.
-# Chapter 1 implements the row form. The same layer can also be assembled from Problem 0.1
-# alone, one query and one head at a time: below, your two functions agree.
+# Chapter 1 implements the row form.
 
-# %% tags=["answer-output"]
+# %% [markdown] tags=["solutions-only"]
+# The same layer can also be assembled from Problem 0.1 alone, one query and one head at a
+# time: below, the two functions agree.
+
+# %% tags=["solutions-only"]
 def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
     """M[T, J] -> [T, H*I]: for every position t and head h, one query reads the memory of all positions."""
     rows = []
@@ -454,6 +457,12 @@ assert diff < 1e-12
 # all heads at once.
 
 # %%
+g = torch.Generator().manual_seed(2)
+T, H, K, I = 6, 3, 4, 2
+J = H * I
+M = torch.randn(T, J, generator=g, dtype=torch.float64)
+WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) for _ in range(2))
+WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 W_stacked = torch.cat([WQ.reshape(-1, J), WK.reshape(-1, J), WV.reshape(-1, J)])  # [H(2K+I), J]
 stacked = W_stacked @ M.T
 QueryT, KeyT, ValueT = stacked.split([H * K, H * K, H * I])
