@@ -374,6 +374,11 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # $O(\log T)$ for $Z$ and the average: $O(\log T + \log J + \log K) = O(\log T + \log J)$ as
 # $K \le J$. In practice: $O(J)$ for the projections, $O(K)$ for the scores, $O(\log T)$
 # for $Z$ and the average: $O(J + K + \log T) = O(J + \log T)$.
+#
+# *Measured (Section 1.5).* The profiler agrees: the serial depth climbs by $2L$ per unit
+# of $T$ (in each of the $L$ layers, two sums run over $t'$: the softmax's normaliser and
+# the weighted average), while the log depth climbs by only $2L$ each time $T$ doubles.
+# One layer at $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$.
 
 # %% [markdown]
 # ## 1.4 Measure it
@@ -395,7 +400,12 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # fused kernel refuses and the math kernel runs. So the comparison below gives it 4-D
 # inputs and says which kernel ran.
 #
-# First a correctness check of your layer against the fused kernel:
+# First a correctness check of your layer against the fused kernel. The kernel starts from
+# the heads' queries, keys and values, so we choose weights that need no arithmetic to
+# project: with $K = I$ and $J = HI$, let $W^Q[h]$ pick the $h$-th block of $I$ columns of
+# $M$ (a slice of the identity matrix), $W^K[h]$ the next block and $W^V[h]$ the one after
+# (cyclically). Then every head's query, key and value are blocks of $M$ itself, views that
+# can be handed to the kernel as they are.
 
 # %%
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -430,36 +440,30 @@ class KernelWatch(TorchDispatchMode):
         return fused[0] if fused else "math (unfused)"
 
 
-def projections(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> list[torch.Tensor]:
-    """Query, Key [1, H, T, K] and Value [1, H, T, I], 4-D with the last dimension contiguous."""
-    T, J = M.shape
-    return [(M @ W.reshape(-1, J).T).reshape(T, W.shape[0], W.shape[1]).transpose(0, 1)[None] for W in (WQ, WK, WV)]
+def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
+    """scaled_dot_product_attention on 4-D inputs [1, H, T, .]: PyTorch runs a fused kernel where one can."""
+    return F.scaled_dot_product_attention(Query, Key, Value)  # [1, H, T, I], scores scaled by 1/sqrt(K)
 
 
-def fused_layer(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
-    """The same layer through scaled_dot_product_attention on 4-D inputs: M[T, J] -> [T, H*I]."""
-    V = F.scaled_dot_product_attention(*projections(M, WQ, WK, WV))[0]  # [H, T, I], scaled by 1/sqrt(K)
-    return V.transpose(0, 1).reshape(M.shape[0], -1)
-
-
-def math_layer(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
-    """The same layer through scaled_dot_product_attention on 3-D inputs [H, T, .]: the math kernel."""
-    V = F.scaled_dot_product_attention(*(x[0] for x in projections(M, WQ, WK, WV)))
-    return V.transpose(0, 1).reshape(M.shape[0], -1)
+def math_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
+    """The same on 3-D inputs [H, T, .]: every fused kernel refuses them and the math kernel runs."""
+    return F.scaled_dot_product_attention(Query[0], Key[0], Value[0])
 
 
 g = torch.Generator().manual_seed(2)
-T, H, K, I = 128, 4, 16, 16
-J = H * I
+T, H, I = 128, 4, 16
+K, J = I, H * I
 M = torch.randn(T, J, generator=g, dtype=torch.float64).to(device)
-WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64).to(device) / J**0.5 for d in (K, K, I))
-assert all(x.dim() == 4 and x.stride(-1) == 1 for x in projections(M, WQ, WK, WV))
+select = torch.eye(J, dtype=torch.float64, device=device).reshape(H, I, J)  # select[h] picks M's columns h*I..
+blocks = M.view(T, H, I).transpose(0, 1)[None]   # [1, H, T, I]: blocks[0, h] = M's h-th block of I columns
+assert blocks.stride(-1) == 1                     # last dimension contiguous: a fused kernel may take it
 with KernelWatch() as watch:
-    fused = fused_layer(M, WQ, WK, WV)
+    fused = fused_attention(blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))  # head h: blocks h, h+1, h+2
 print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {watch.kernel}")
 
 # %% tags=["answer-output"]
-err = (self_attention(M, WQ, WK, WV) - fused).abs().max().item()
+mine = self_attention(M, select, select.roll(-1, dims=0), select.roll(-2, dims=0))  # [T, H*I]
+err = (mine.reshape(T, H, I).transpose(0, 1) - fused[0]).abs().max().item()
 print(f"max |self_attention - scaled_dot_product_attention| = {err:.2e}")
 assert err < 1e-10
 
@@ -467,9 +471,13 @@ assert err < 1e-10
 # %% [markdown]
 # Now the wall-clock of one layer against $T$ on the active device ($J = 256$, $H = 4$,
 # $K = I = 64$; float32 on a CPU, bfloat16 on a GPU, where the flash kernels need 16-bit
-# floats): your `self_attention`, the same layer through the math kernel (3-D inputs), and
-# through the fused kernel PyTorch picks for 4-D inputs (on a GPU also each fused kernel
-# forced in turn). Each point is the **median** of repeated runs after two warm-up runs;
+# floats): your `self_attention`, the whole layer; the middle of the layer, from the heads'
+# queries, keys and values (random ones of the layer's sizes) to $V$, through the math
+# kernel (3-D inputs) and through the fused kernel PyTorch picks for 4-D inputs (on a GPU
+# also each fused kernel forced in turn); and, as the kernels leave them out, the three
+# projections of all heads alone, timed as seed 004's one stacked product: a
+# $[T, J] \times [J, H(2K+I)]$ matrix product. A kernel's time plus the projections' time
+# is one layer's. Each point is the **median** of repeated runs after two warm-up runs;
 # the bars span the middle half of the runs (25th to 75th percentile), so a run disturbed
 # by another process on a shared machine moves the bar, not the point. (On a CPU that is
 # busy with other work, the timing runs on one thread: the threads of a parallel region
@@ -495,11 +503,11 @@ def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
 
 
 def forced(backend: SDPBackend):
-    """fused_layer with only `backend` allowed (raises if that kernel cannot run these inputs)."""
-    def layer(*args):
+    """fused_attention with only `backend` allowed (raises if that kernel cannot run these inputs)."""
+    def attention(*args):
         with sdpa_kernel([backend]):
-            return fused_layer(*args)
-    return layer
+            return fused_attention(*args)
+    return attention
 
 
 H, K, I = 4, 64, 64
@@ -511,16 +519,20 @@ threads = torch.get_num_threads()
 if device.type == "cpu" and os.getloadavg()[0] > (os.cpu_count() or 1):
     threads = 1
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: timing on 1 thread")
-methods = {"self_attention (einsum)": self_attention, "math kernel (3-D inputs)": math_layer,
-           "fused, PyTorch's choice (4-D inputs)": fused_layer}
+# name -> (function, what it is given: "layer" M and the weights, "heads" Query, Key, Value, "product" M and W)
+methods = {"self_attention (einsum)": (self_attention, "layer"),
+           "the projections alone (one product)": (torch.matmul, "product"),
+           "math kernel (3-D inputs)": (math_attention, "heads"),
+           "fused, PyTorch's choice (4-D inputs)": (fused_attention, "heads")}
 if device.type == "cuda":
-    methods |= {f"forced {name}": forced(b) for name, b in [("flash", SDPBackend.FLASH_ATTENTION),
-                                                          ("memory-efficient", SDPBackend.EFFICIENT_ATTENTION),
-                                                          ("cuDNN", SDPBackend.CUDNN_ATTENTION)]}
+    methods |= {f"forced {name}": (forced(b), "heads") for name, b in [
+        ("flash", SDPBackend.FLASH_ATTENTION), ("memory-efficient", SDPBackend.EFFICIENT_ATTENTION),
+        ("cuDNN", SDPBackend.CUDNN_ATTENTION)]}
 Ts = [] if is_grading() else ([256, 512, 1024, 2048, 4096, 8192, 16384] if device.type == "cuda"
                               else [64, 128, 256, 512, 1024])
 g = torch.Generator().manual_seed(3)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device, dtype) / J**0.5 for d in (K, K, I))
+W = torch.randn(J, H * (2 * K + I), generator=g).to(device, dtype) / J**0.5  # the projections' work, stacked
 runs = {name: [] for name in methods}      # per method: the list of run times at each T
 largest = {name: [] for name in methods}   # per method: the largest tensor at each T, bytes
 kernels = {}
@@ -529,17 +541,19 @@ torch.set_num_threads(threads)
 with torch.no_grad():
     for T in Ts:
         M = torch.randn(T, J, generator=g).to(device, dtype)
-        for name, fn in list(methods.items()):
+        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]  # [1, H, T, .]
+        given = {"layer": (M, WQ, WK, WV), "heads": heads, "product": (M, W)}
+        for name, (fn, kind) in list(methods.items()):
             try:
                 with KernelWatch() as watch:
-                    fn(M, WQ, WK, WV)
+                    fn(*given[kind])
             except RuntimeError as exc:  # a forced kernel that cannot run here
                 print(f"{name}: not available ({str(exc).splitlines()[0][:80]})")
                 del methods[name], runs[name], largest[name]
                 continue
-            kernels[name] = watch.kernel
+            kernels[name] = "a matrix product" if kind == "product" else watch.kernel
             largest[name].append(watch.largest_bytes)
-            runs[name].append(timings(fn, M, WQ, WK, WV))
+            runs[name].append(timings(fn, *given[kind]))
 torch.set_num_threads(all_threads)
 print(f"device {device.type}, dtype {dtype}, {threads} thread(s), H={H}, K=I={K}, J={J}")
 for name in methods:
@@ -562,8 +576,8 @@ if Ts:
     axes[0].set_xscale("log", base=2)
     axes[0].set_yscale("log")
     axes[0].set_xlabel("sequence length T")
-    axes[0].set_ylabel("seconds per layer (median, bars: quartiles)")
-    axes[0].set_title(f"One layer on {device.type}, {str(dtype).removeprefix('torch.')}")
+    axes[0].set_ylabel("seconds (median, bars: quartiles)")
+    axes[0].set_title(f"One layer and its parts on {device.type}, {str(dtype).removeprefix('torch.')}")
     axes[0].legend(fontsize=8)
     bytes_per = torch.finfo(dtype).bits // 8
     axes[1].loglog(Ts, [H * T * T * bytes_per for T in Ts], "k--", alpha=0.5, label=r"$H T^2$ scores")
@@ -577,7 +591,9 @@ if Ts:
 
 # %% [markdown]
 # On a CPU the einsum and math curves bend towards the $T^2$ line: with a handful of cores
-# the machine is bound by the work, not by the depth. The fused kernel does the same work
+# the machine is bound by the work, not by the depth. The projections' work grows only like
+# $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
+# the weighted average take over. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic; its largest tensor grows
 # like $T$, not $T^2$. The depth itself, which is what the problems above ask about, is
 # measured directly by the book's parallel-time profiler in the next section.
@@ -590,9 +606,11 @@ if Ts:
 # sum over $N$ terms costs $N$ (model `"serial"`) or $\lceil\log_2 N\rceil$ (model `"log"`),
 # a contraction costs one multiply plus the sum over its reduced index, and a softmax costs
 # exp + sum + divide. It returns the depth (the critical path) and the work (all scalar
-# operations). Below, the measured depth of a 2-layer Transformer against $T$.
+# operations). Below, the measured depth of a 2-layer Transformer against $T$, and of one
+# layer at $T = 10^6$. (This cell measures your own `transformer`: run it yourself once
+# Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.)
 
-# %%
+# %% tags=["answer-output"]
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
 
@@ -625,10 +643,6 @@ if depth_Ts:
     print("one layer, T = 1,000,000:", parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
 
 # %% [markdown]
-# The serial depth climbs by $2L$ per unit of $T$ (in each of the $L$ layers, two sums run
-# over $t'$: the softmax's normaliser and the weighted average), while the log depth climbs
-# by only $2L$ each time $T$ doubles.
-#
 # Now draw your answers to Problems 1.3 and 1.4 over the measurements, each scaled by one
 # fitted constant (an order has no constant). If an answer has the right order, its curve
 # follows the points. (This cell shows your own answers: run it yourself.)
