@@ -4,7 +4,7 @@
 # A convolutional network runs over a sequence in one dimension and over an image in two.
 # The same holds for self-attention: replace the position $t$ by a pixel $(x, y)$ and every
 # pixel attends to every other pixel. This chapter asks you to write that layer down,
-# implement it, and count its parallel running time; then it compares the layer with
+# implement it, and count its parallel running time; then it asks how the layer relates to
 # Chapter 1's, draws what its heads look at on a small image, and measures its depth.
 #
 # You will
@@ -58,7 +58,6 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 
 from attnlab.equations import evaluate
 from attnlab.grading import is_grading
@@ -136,7 +135,7 @@ got = evaluate(SPATIAL_EQUATIONS, hand, sizes={"H": 1, "K": 4, "I": 1, "J": 2, "
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
     "the softmax runs over one coordinate of the key pixel (x2 or y2) only; it must run over all X*Y key "
-    "pixels together, softmax_{x2,y2}": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
+    "pixels together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
     "the query and the key pixel are swapped in the scores: alpha[h,x,y,x2,y2] compares the query at (x,y) "
     "with the key at (x2,y2)": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
 }
@@ -346,22 +345,83 @@ hidden_check("ch2.SPATIAL_TIME", SPATIAL_TIME)
 # over the $XY$ key pixels, and $\log_2 XY$ grows by 2.
 
 # %% [markdown]
-# ## 2.4 An image is a sequence of $XY$ pixels
+# ## 2.4 Rows, columns, or the whole image?
 #
-# The softmax runs over the pair $(x', y')$, that is over a set of $XY$ key pixels; the
-# grid structure plays no part in the layer (the last visible test of Problem 2.2 moves the
-# pixels around). List the pixels in a row, $t = xY + y$ (`M.reshape(X*Y, J)`), and the
+# Two questions to think about once your layer passes its tests. They are not graded; the
+# solutions edition answers them.
+#
+# 1. The last visible test of Problem 2.2 moves the pixels of the image to other places (any
+#    permutation of the $XY$ pixels) and expects the outputs to move with them. What, then,
+#    does the layer know of the grid? How is it related to Chapter 1's layer on a sequence?
+# 2. A tempting shortcut normalises the scores over $x'$ separately in each column $y'$ of
+#    the image and divides by $Y$, so that a query pixel's weights still sum to one. Is that
+#    the layer of Problem 2.1? How much weight does each column of the image receive under
+#    the shortcut, and how much under your layer?
+#
+# Your layer can answer the second question itself. Its weights $\alpha[h, x, y, \cdot, \cdot]$
+# are not among its outputs, but they can be read off it: append to every pixel's vector a
+# one-hot code of its place in the image ($XY$ more channels, which the queries and keys
+# ignore) and let the values be that code alone. Head $h$'s output at pixel $(x, y)$ is then
+# the weighted average of the codes, that is the list of its weights on all $XY$ pixels.
+# `attention_maps` below does this for any layer with the signature of
+# `spatial_self_attention`; the cell after it shows how your layer's weights for one query
+# pixel of a random image split over the columns of the image (run it yourself).
+
+# %%
+def attention_maps(layer, M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
+    """The weights alpha[H, X, Y, X, Y] of the spatial layer `layer` (called like
+    spatial_self_attention) on M[X, Y, J] with WQ[H, K, J], WK[H, K, J], read off its output.
+
+    Every pixel gets a one-hot code of its place appended (X*Y channels that the queries and keys
+    ignore), and every head's values are that code alone: head h's output at pixel (x, y) is then
+    alpha[h, x, y, :, :], flattened.
+    """
+    X, Y, J = M.shape
+    H, K, _ = WQ.shape
+    N = X * Y
+    code = torch.eye(N, dtype=M.dtype, device=M.device)
+    coded = torch.cat([M, code.reshape(X, Y, N)], dim=-1)  # M[x, y, :] ; one-hot code of (x, y)
+    ignore = M.new_zeros(H, K, N)
+    WQc, WKc = torch.cat([WQ.to(M), ignore], dim=-1), torch.cat([WK.to(M), ignore], dim=-1)
+    WVc = torch.cat([M.new_zeros(N, J), code], dim=-1).repeat(H, 1, 1)  # [H, N, J + N]: the code alone
+    out = layer(coded, WQc, WKc, WVc)  # [X, Y, H*N], heads concatenated
+    return out.reshape(X, Y, H, X, Y).permute(2, 0, 1, 3, 4)
+
+
+# %% tags=["answer-output"]
+g = torch.Generator().manual_seed(1)
+X, Y, H, K = 6, 5, 4, 8
+J = 16
+M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
+WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5 for _ in range(2))
+alpha = attention_maps(spatial_self_attention, M, WQ, WK)  # your layer's weights
+weights = alpha[0, 0, 0]  # head 0, query pixel (0, 0): weights[x2, y2]
+print(f"your weights of query pixel (0, 0), head 0, summed over the image: {weights.sum().item():.3f}")
+print("  summed over each column y' of the image:", [round(v, 3) for v in weights.sum(dim=0).tolist()])
+print(f"  under the per-column shortcut, every column would get 1/Y = {1 / Y:.3f}")
+
+# %% [markdown] tags=["solutions-only"]
+# ### Answers to the questions of Section 2.4
+#
+# *1. An image is a sequence of $XY$ pixels.* The softmax runs over the pair $(x', y')$,
+# that is over a set of $XY$ key pixels; the grid plays no part in the layer (hence the
+# permutation test). List the pixels in a row, $t = xY + y$ (`M.reshape(X*Y, J)`), and the
 # equations of Problem 2.1 become those of Chapter 1 with $T = XY$, letter for letter. So
 # the spatial layer is the 1-D layer applied to the flattened image, and the output
 # unflattens back to $[X, Y, HI]$. Below, the 1-D layer is PyTorch's fused
-# `scaled_dot_product_attention`, on 4-D inputs $[1, H, XY, \cdot]$.
+# `scaled_dot_product_attention`, on 4-D inputs $[1, H, XY, \cdot]$. Where the pixels lie
+# reaches the layer only through what $M$ holds, such as the positional encoding of
+# Section 2.5.
 #
-# Normalising over $x'$ separately in each column $y'$ of the image (and dividing by $Y$ so
-# that the weights still sum to one) is *not* the same thing: it gives every column the
-# same total weight $1/Y$, however well or badly its pixels match the query. The last lines
-# show how far that is from the joint softmax, whose column totals vary.
+# *2. Not the same layer.* Normalising over $x'$ separately in each column $y'$ (and
+# dividing by $Y$) gives every column the same total weight $1/Y$, however well or badly its
+# pixels match the query. The joint softmax's column totals vary, as the cell above shows;
+# the last lines below measure how far the two sets of weights are apart.
 
-# %%
+# %% tags=["solutions-only"]
+import torch.nn.functional as F
+
+
 def attention_1d(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
     """Chapter 1's layer through PyTorch's fused attention: M[T, J] -> [T, H*I]."""
     Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M).contiguous()[None] for W in (WQ, WK, WV))
@@ -374,6 +434,9 @@ J = H * I
 M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, I))
 flattened = attention_1d(M.reshape(X * Y, J), WQ, WK, WV).reshape(X, Y, H * I)
+diff = (spatial_self_attention(M, WQ, WK, WV) - flattened).abs().max().item()
+print(f"max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
+assert diff < 1e-12
 
 # The per-axis alternative: softmax over x' in each column y' separately, each column weighted 1/Y.
 Query, Key = (torch.einsum("hkj,xyj->hxyk", W, M) for W in (WQ, WK))
@@ -383,11 +446,6 @@ per_axis = torch.softmax(s, dim=3) / Y  # every column y' gets total weight 1/Y
 print(f"largest weight difference, joint vs per-axis softmax: {(joint - per_axis).abs().max().item():.3f}")
 print("column totals of the joint weights for query pixel (0, 0), head 0:",
       [round(v, 3) for v in joint[0, 0, 0].sum(dim=0).tolist()])
-
-# %% tags=["answer-output"]
-diff = (spatial_self_attention(M, WQ, WK, WV) - flattened).abs().max().item()
-print(f"max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
-assert diff < 1e-12
 
 # %% [markdown]
 # ## 2.5 What the heads look at
@@ -410,7 +468,8 @@ assert diff < 1e-12
 # Both heads' values copy the colour ($W^V[h] = [\,\mathbb{1}_3 \mid 0\,]$), so each head's
 # output is a re-weighted average of colours. The attention maps below are
 # $\alpha[h, x, y, \cdot, \cdot]$ for three query pixels (the cross), drawn as light over
-# the dimmed image, computed through the flattened grid of Section 2.4.
+# the dimmed image; they are your `spatial_self_attention`'s weights, read off it by
+# `attention_maps` of Section 2.4 (run the second cell below yourself).
 
 # %%
 X = Y = 32
@@ -446,37 +505,31 @@ WV = torch.zeros(H, 3, J)
 WV[:, :, :3] = torch.eye(3)  # both heads average colours
 
 
-def attention_maps(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
-    """alpha[H, X, Y, X, Y] of a spatial layer, through the flattened grid (Section 2.4)."""
-    X, Y, J = M.shape
-    flat = M.reshape(X * Y, J)
-    Query, Key = torch.einsum("hkj,tj->htk", WQ, flat), torch.einsum("hkj,tj->htk", WK, flat)
-    alpha = torch.softmax(Query @ Key.transpose(1, 2) / math.sqrt(WQ.shape[1]), dim=-1)
-    return alpha.reshape(-1, X, Y, X, Y)
-
-
-alpha = attention_maps(features, WQ, WK)
-queries = [(8, 8), (20, 20), (24, 25)]
-fig, axes = plt.subplots(2, 4, figsize=(12, 6.5))
-axes[0, 0].imshow(noisy.clamp(0, 1))
-axes[0, 0].set_title("the input (noisy)")
-for x, y in queries:
-    axes[0, 0].plot(y, x, "c+", ms=12, mew=2)
-for head, name in enumerate(["colour head", "position head"]):
-    for col, (x, y) in enumerate(queries, start=1):
-        a = alpha[head, x, y] / alpha[head, x, y].max()
-        same = (image == image[x, y]).all(dim=-1)
-        ax = axes[head, col]
-        ax.imshow((0.35 * image + 0.65 * a[..., None]).clamp(0, 1))
-        ax.plot(y, x, "c+", ms=12, mew=2)
-        ax.set_title(f"{name}, query ({x}, {y})\n{alpha[head, x, y][same].sum():.0%} of the weight on its colour")
-for ax in axes.flat:
-    ax.set_xlabel("y")
-    ax.set_ylabel("x")
-axes[1, 0].axis("off")
-fig.suptitle(r"Attention maps $\alpha[h, x, y, \cdot, \cdot]$ of two hand-made heads")
-plt.tight_layout()
-plt.show()
+# %% tags=["answer-output"]
+if not is_grading():  # a figure only: not drawn while grading
+    alpha = attention_maps(spatial_self_attention, features, WQ, WK)  # your layer's weights
+    queries = [(8, 8), (20, 20), (24, 25)]
+    fig, axes = plt.subplots(2, 4, figsize=(12, 6.5))
+    axes[0, 0].imshow(noisy.clamp(0, 1))
+    axes[0, 0].set_title("the input (noisy)")
+    for x, y in queries:
+        axes[0, 0].plot(y, x, "c+", ms=12, mew=2)
+    for head, name in enumerate(["colour head", "position head"]):
+        for col, (x, y) in enumerate(queries, start=1):
+            a = alpha[head, x, y] / alpha[head, x, y].max()
+            same = (image == image[x, y]).all(dim=-1)
+            ax = axes[head, col]
+            ax.imshow((0.35 * image + 0.65 * a[..., None]).clamp(0, 1))
+            ax.plot(y, x, "c+", ms=12, mew=2)
+            share = alpha[head, x, y][same].sum()
+            ax.set_title(f"{name}, query ({x}, {y})\n{share:.0%} of the weight on its colour")
+    for ax in axes.flat:
+        ax.set_xlabel("y")
+        ax.set_ylabel("x")
+    axes[1, 0].axis("off")
+    fig.suptitle(r"Attention maps $\alpha[h, x, y, \cdot, \cdot]$ of two hand-made heads")
+    plt.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # The colour head sends a red pixel's attention to *both* red discs, far apart, and a grey
@@ -510,9 +563,10 @@ assert rms[1] < rms[0] and rms[1] < rms[2], rms
 # returns the depth of its longest chain of operations under the logarithmic cost model.
 # Below it measures *your* `spatial_self_attention` on square images from $2\times 2$ to
 # $256\times 256$ ($J = 64$, $H = 4$, $K = I = 16$: nothing is allocated, so the size is
-# free).
+# free). Run the cell yourself once your layer passes its tests, and compare what it
+# measures with your answer to Problem 2.3.
 
-# %%
+# %% tags=["answer-output"]
 sides = [] if is_grading() else [2, 4, 8, 16, 32, 64, 128, 256]
 J, H, K, I = 64, 4, 16, 16
 depths = [parallel_time(spatial_self_attention, (n, n, J), (H, K, J), (H, K, J), (H, I, J), model="log").depth
