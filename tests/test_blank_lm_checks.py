@@ -151,20 +151,27 @@ def test_bad_outputs_fail_with_a_reason(lm_trials, bad) -> None:
     assert not verdict.passed and verdict.message
 
 
-# A right head that first searches every object of its process for a trial's private part (the
-# dict at its end: {"kind": "base" | "words" | "rows", ...} for the head alone, {"perm", "held",
-# "t"} for the trained model) or a whole trial (one item more than the student's function is called with); if it finds one,
-# it answers NaN, so the check fails. It searches when a head is made: once per trial of
-# ch4.blank_head, once per training of ch4.blank_lm.
+# A right head that searches every object of its process for a trial's private part (the dict at
+# its end: {"kind": "base" | "words" | "rows", ...} for the head alone, {"perm", "held", "t"} for the
+# trained model) or a whole trial (one item more than the student's function is called with); if it
+# finds one, it answers NaN, so the check fails. It searches once per hidden check (the first head
+# made inside each call of `run_trials`, where the trials are in memory if they ever are): a search
+# reads about half a million objects.
 PRYING_HEAD = """
 class BlankHead(nn.Module):
     def __init__(self, J, U):
         super().__init__()
-        import gc
-        private = lambda o: type(o) is dict and (o.keys() == {"perm", "held", "t"} or (
-            o.keys() in ({"kind"}, {"kind", "base", "perm"}) and o["kind"] in ("base", "words", "rows")))
-        self.pried = sum(1 for o in gc.get_objects()
-                         if private(o) or (type(o) is tuple and len(o) in (7, 9) and private(o[-1])))
+        import gc, sys
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name != "run_trials":
+            frame = frame.f_back
+        self.pried = 0
+        if frame is not None and frame.f_locals.get("trials") is not getattr(BlankHead, "searched", None):
+            BlankHead.searched = frame.f_locals.get("trials")
+            private = lambda o: type(o) is dict and (o.keys() == {"perm", "held", "t"} or (
+                o.keys() in ({"kind"}, {"kind", "base", "perm"}) and o["kind"] in ("base", "words", "rows")))
+            self.pried = sum(1 for o in gc.get_objects()
+                             if private(o) or (type(o) is tuple and len(o) in (7, 9) and private(o[-1])))
         self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
         self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
 
@@ -177,9 +184,10 @@ class BlankHead(nn.Module):
 
 def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
     """The positive control: in a process that holds whole trials (this one), the prying head finds them."""
-    assert _head(PRYING_HEAD)(4, 3).pried > 0
-    verdict = _judge_head(head_trials, _head(PRYING_HEAD))
+    head = _head(PRYING_HEAD)
+    verdict = _judge_head(head_trials, head)
     assert not verdict.passed and "NaN" in verdict.message
+    assert head.searched is not None
 
 
 @pytest.mark.slow
