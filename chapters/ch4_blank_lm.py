@@ -761,6 +761,5 @@ if curves and transformer_curves:
 # blank, because the blank is part of its input. BERT's answer to that cost is to blank
 # about 15% of the positions at once, which changes the objective slightly: each blank is
 # then predicted from a sentence with other holes in it. The Transformer's advantage,
-# parallel time, is the subject of Chapters 1 and 6: the RNN's depth grows linearly with $T$,
-# one step per word, while a Transformer layer's grows only through its sums over positions,
-# like $\log T$ when a sum of $N$ terms takes $\log N$ steps.
+# parallel time, is the subject of Chapters 1 and 6, where you work out how the depth of
+# each grows with $T$.
