@@ -428,6 +428,15 @@ hidden_check("ch0.column_attention", column_attention)
 # transposed: $\mathtt{column\_attention}(M^\top) = \big(\text{row form}(M)\big)^\top$.
 # Chapter 1 implements the row form.
 
+# %%
+# A small example layer for the next cells: T = 6 positions, H = 3 heads.
+g = torch.Generator().manual_seed(2)
+T, H, K, I = 6, 3, 4, 2
+J = H * I
+M = torch.randn(T, J, generator=g, dtype=torch.float64)
+WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) for _ in range(2))
+WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
+
 # %% [markdown] tags=["solutions-only"]
 # The same layer can also be assembled from Problem 0.1 alone, one query and one head at a
 # time: below, the two functions agree.
@@ -442,12 +451,6 @@ def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV
     return torch.stack(rows)
 
 
-g = torch.Generator().manual_seed(2)
-T, H, K, I = 6, 3, 4, 2
-J = H * I
-M = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) for _ in range(2))
-WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 diff = (column_attention(M.T, WQ, WK, WV).T - row_form_from_memory(M, WQ, WK, WV)).abs().max().item()
 print(f"max |column_attention(M^T)^T - row form from dot_product_attention| = {diff:.1e}")
 assert diff < 1e-12
@@ -457,12 +460,6 @@ assert diff < 1e-12
 # all heads at once.
 
 # %%
-g = torch.Generator().manual_seed(2)
-T, H, K, I = 6, 3, 4, 2
-J = H * I
-M = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) for _ in range(2))
-WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 W_stacked = torch.cat([WQ.reshape(-1, J), WK.reshape(-1, J), WV.reshape(-1, J)])  # [H(2K+I), J]
 stacked = W_stacked @ M.T
 QueryT, KeyT, ValueT = stacked.split([H * K, H * K, H * I])
