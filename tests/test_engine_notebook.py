@@ -1,8 +1,10 @@
 """The notebook the engine runs: locked cells restored from the source, bad files read as reasons, hidden tests
-kept out of feedback. Fast: no notebook is executed here."""
+kept out of feedback, figures not drawn. Fast: no notebook is executed here, only a few cells in the grader's shell."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -10,6 +12,7 @@ import pytest
 
 from autograder import course
 from autograder.engine import notebook as nbmod
+from autograder.engine.limits import Limits
 from coursenb import cells
 from coursenb.chapters import select
 
@@ -109,3 +112,32 @@ def test_hidden_names_and_strip() -> None:
     src = 'a = 1\n### BEGIN HIDDEN TESTS\nhidden_check("ch1.x", f)\nhidden_check(\'ch1.y\', 2)\n### END HIDDEN TESTS\nb = 2'
     assert cells.hidden_check_names(src) == ["ch1.x", "ch1.y"]
     assert cells.strip_hidden_tests(src) == "a = 1\nb = 2"
+
+
+FIGURE_CELLS = """
+import json, sys
+sys.path.insert(0, {inside!r})
+from inside import runner
+shell = runner.make_shell()
+runner.SinkPublisher.sink = sink = runner.Sink({caps!r}, ["text/plain", "image/png"])
+for cell in {cells!r}:
+    sink.begin()
+    shell.run_cell(cell)
+    print(json.dumps(sink.outputs))
+"""
+
+
+@pytest.mark.parametrize("first", ["", "%matplotlib inline"])
+def test_figures_are_built_but_not_drawn_while_grading(first: str) -> None:
+    """A figure's output is its text form, even after the notebook's own `%matplotlib inline`; a
+    notebook that asks for PNG (its own time) still gets one, so the shell can draw when asked."""
+    plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2], [3, 4])\nplt.show()"
+    cells = [first, plot, "%config InlineBackend.figure_formats = ['png']", plot]
+    caps = {k: v for k, v in Limits().to_dict().items() if "output" in k}
+    code = FIGURE_CELLS.format(inside=str(course.ROOT / "autograder" / "engine"), caps=caps, cells=cells)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    outputs = [json.loads(line) for line in out.stdout.splitlines()]
+    graded, asked = outputs[1], outputs[3]
+    assert [o["data"] for o in graded] == [{"text/plain": "<Figure size 640x480 with 1 Axes>"}], graded
+    assert [sorted(o["data"]) for o in asked] == [["image/png", "text/plain"]], asked
