@@ -2,14 +2,16 @@
 
 Preparing a job (`prepare`), judging its result (`assess`, with the judge process of
 `judging`) and recording it (`record`, `store`) live in their own modules; this one hands
-prepared jobs to idle workers, collects results, retries a notebook whose worker died, and
-lets the next notebook run while the last one is judged and written (one writer: this thread).
+prepared jobs to idle workers, costliest first (`CostlyFirst`), collects results, retries a
+notebook whose worker died, and lets the next notebook run while the last one is judged and
+written (one writer: this thread).
 """
 from __future__ import annotations
 
 import collections
 import os
 import secrets
+import statistics
 import time
 from pathlib import Path
 
@@ -54,7 +56,7 @@ class Engine:
         from nbgrader.api import Gradebook
 
         self.graded = self.failed = 0
-        self.queue = collections.deque(todo)
+        self.queue = CostlyFirst(todo)
         self.bar = _progress(len(todo), progress)
         self.judge.start()  # the judge imports the checks, and the workers start their sandboxes,
         pool, ready = None, False  # while the gradebook is read
@@ -166,6 +168,8 @@ class Engine:
             self.sandbox = dict(header["sandbox"])
         t1 = time.perf_counter()
         log = self.recorder.log(job, src, done, header)
+        if header:
+            self.queue.measured(job.sub, log.execution_time)
         write_s, gradebook_s = self.recorder.write(gb, job, done, log, src)
         worker_s = header.get("seconds") if type(header.get("seconds")) in (int, float) else 0.0
         ready_s = header.get("ready_seconds") if type(header.get("ready_seconds")) in (int, float) else 0.0
@@ -190,6 +194,42 @@ class Engine:
             pool.send(w, job, job.header, job.blobs)
         except WorkerError:
             w.job = job  # noticed as dead by the next wait()
+
+
+class CostlyFirst:
+    """The queue: a notebook of each kind (assignment, notebook) first, then the costliest kind.
+
+    A kind's cost is the mean execution time of its notebooks run so far (unknown while its
+    first one runs: costly until measured). Long notebooks early leave short ones for the end,
+    so no worker idles while the last long one runs alone: longest-processing-time-first, with
+    the times learned during the run.
+    """
+
+    def __init__(self, todo: list[store.Submission]) -> None:
+        self.kinds: dict[tuple[str, str], collections.deque] = {}
+        for sub in todo:
+            self.kinds.setdefault((sub.assignment, sub.notebook), collections.deque()).append(sub)
+        self.seconds: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+        self.started: set[tuple[str, str]] = set()
+
+    def __len__(self) -> int:
+        return sum(map(len, self.kinds.values()))
+
+    def popleft(self) -> store.Submission:
+        """The next submission to run (IndexError when none is left)."""
+        waiting = [kind for kind, subs in self.kinds.items() if subs]
+        if not waiting:
+            raise IndexError("no submission left")
+        fresh = [kind for kind in waiting if kind not in self.started]
+        kind = fresh[0] if fresh else max(waiting, key=self.cost)  # max keeps the first of equals
+        self.started.add(kind)
+        return self.kinds[kind].popleft()
+
+    def cost(self, kind: tuple[str, str]) -> float:
+        return statistics.fmean(self.seconds[kind]) if self.seconds[kind] else float("inf")
+
+    def measured(self, sub: store.Submission, seconds: float) -> None:
+        self.seconds[(sub.assignment, sub.notebook)].append(float(seconds))
 
 
 def _require_assignment(gb, assignment: str) -> None:
