@@ -123,21 +123,25 @@ runner.SinkPublisher.sink = sink = runner.Sink({caps!r}, ["text/plain", "image/p
 for cell in {cells!r}:
     sink.begin()
     shell.run_cell(cell)
-    print(json.dumps(sink.outputs))
+    print("OUTPUTS", json.dumps(sink.outputs))
+print("MOVED", shell.user_ns.get("moved"))
 """
 
 
 @pytest.mark.parametrize("first", ["", "%matplotlib inline"])
-def test_figures_are_built_but_not_drawn_while_grading(first: str) -> None:
-    """A figure's output is its text form, even after the notebook's own `%matplotlib inline`; a
-    notebook that asks for PNG (its own time) still gets one, so the shell can draw when asked."""
+def test_figures_are_built_but_not_laid_out_or_drawn_while_grading(first: str) -> None:
+    """A figure's output is its text form, even after the notebook's own `%matplotlib inline`, and
+    tight_layout moves nothing; a notebook that asks for PNG (its own time) still gets one."""
     plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2], [3, 4])\nplt.show()"
-    cells = [first, plot, "%config InlineBackend.figure_formats = ['png']", plot]
+    layout = ("fig, ax = plt.subplots()\nax.set_ylabel('a long label ' * 3)\nbefore = ax.get_position().bounds\n"
+              "plt.tight_layout()\nmoved = before != ax.get_position().bounds\nplt.close(fig)")
+    cells = [first, plot, "%config InlineBackend.figure_formats = ['png']", plot, layout]
     caps = {k: v for k, v in Limits().to_dict().items() if "output" in k}
     code = FIGURE_CELLS.format(inside=str(course.ROOT / "autograder" / "engine"), caps=caps, cells=cells)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    outputs = [json.loads(line) for line in out.stdout.splitlines()]
+    outputs = [json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines() if line.startswith("OUTPUTS ")]
     graded, asked = outputs[1], outputs[3]
     assert [o["data"] for o in graded] == [{"text/plain": "<Figure size 640x480 with 1 Axes>"}], graded
     assert [sorted(o["data"]) for o in asked] == [["image/png", "text/plain"]], asked
+    assert "MOVED False" in out.stdout  # tight_layout left the axes where they were

@@ -201,9 +201,11 @@ class GraderShell(InteractiveShell):
 def make_shell() -> GraderShell:
     """The notebook shell, made once in the zygote (every child inherits a clean copy).
 
-    Figures are built but not drawn: no figure format is registered, so a figure's output is
-    its one-line text form (`<Figure size 640x480 with 1 Axes>`). Nothing grades a picture,
-    and drawing them was a third to a half of what Chapters 0, 2 and 3 cost a grader.
+    Figures are built but neither laid out nor drawn: no figure format is registered, so a
+    figure's output is its one-line text form (`<Figure size 640x480 with 1 Axes>`), and
+    `tight_layout` does nothing (it lays text out, which is most of what a figure costs
+    before drawing). Nothing grades a picture; drawing and laying out figures was half of
+    what Chapters 0, 2 and 3 cost a grader.
     """
     from traitlets.config import Config
 
@@ -213,7 +215,15 @@ def make_shell() -> GraderShell:
     config.InlineBackend.figure_formats = set()  # survives a notebook's own `%matplotlib inline`
     shell = GraderShell.instance(config=config, display_pub_class=SinkPublisher, displayhook_class=SinkDisplayHook)
     shell.enable_matplotlib("inline")
+    from matplotlib.figure import Figure
+
+    Figure.tight_layout = _no_layout
     return shell
+
+
+def _no_layout(self, *args: object, **kwargs: object) -> None:
+    """Figure.tight_layout while grading: nothing is drawn, so nothing needs laying out."""
+    return None
 
 
 class PipeChannel:
