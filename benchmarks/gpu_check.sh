@@ -14,6 +14,9 @@ set -uo pipefail
 OUT="${1:?usage: gpu_check.sh OUT_DIR}"
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+case "$PWD" in  # the sandbox gives each notebook a private /tmp: the project must live elsewhere
+    /tmp/*) rm -rf /opt/attnbook && cp -a "$PWD" /opt/attnbook && cd /opt/attnbook ;;
+esac
 ROOT="$PWD"
 PY="${PYTHON:-python3}"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
