@@ -13,161 +13,46 @@
     autograder gradebook
 
 Every subcommand takes --course DIR (default ./course). A user error prints one line on
-stderr and exits non-zero.
+stderr and exits non-zero. Each command is one call of `autograder.course.Course` and a
+table of what it returned: the work is there, the words are here.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from autograder import course
+from autograder.course import Course, CourseError
 from autograder.tables import printable, table
-from coursenb.chapters import CHAPTERS, ChapterError, select
+from coursenb.chapters import ChapterError, select
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
-
-
-class CliError(RuntimeError):
-    """A user error: printed as one line, no traceback."""
 
 
 def _print(*args: object) -> None:
     print(*args, flush=True)
 
 
-# ----------------------------------------------------------------------------- release
+# ----------------------------------------------------------------------------- release, deadlines
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Build the course directory from chapters/ and zip the student notebooks for the LMS."""
-    course_dir = args.course
-    chosen = select(args.chapters)  # raises ChapterError on an unknown chapter
-    if not chosen:
-        raise CliError(f"no chapters found in {CHAPTERS}")
-    names = [c.assignment for c in chosen]
-    from autograder import config
-
-    policy = config.read_policy_block(course_dir)  # the course's due dates and late policy survive a release
-    course.init_course(course_dir, names)
-    config.write_policy_block(course_dir, policy or config.policy_block("UTC", {}, config.LatePolicy()))
-    notebooks = course.release(course_dir, names)
-    _sync_due_dates(course_dir)
-    out = Path(args.output) if args.output else course_dir / "release.zip"
-    write_release_zip(notebooks, out)
-    _print(table(["chapter", "student notebook"], [[c.assignment, str(p)] for c, p in zip(chosen, notebooks)],
-                 title=f"released {len(notebooks)} chapter(s) into {course_dir}"))
-    _print(f"upload to the LMS: {out}")
+    done = Course(args.course).release(args.chapters, Path(args.output) if args.output else None)
+    _print(table(["chapter", "student notebook"], [[c.assignment, str(p)] for c, p in zip(done.chapters, done.notebooks)],
+                 title=f"released {len(done.notebooks)} chapter(s) into {args.course}"))
+    _print(f"upload to the LMS: {done.zip}")
     return 0
 
-
-def write_release_zip(notebooks: list[Path], out: Path) -> Path:
-    """The student notebooks (flat: the names students must submit), the student kit attnlab/ (its
-    source, README and pyproject.toml: `pip install ./attnlab` works from the unzipped folder) and a
-    README.md with the exact commands. Reproducible: the same inputs give the same bytes."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    kit = course.ROOT / "attnlab"
-    readme = (kit / "README.md").read_text(encoding="utf-8")
-    if notebooks:  # the README's examples name a notebook of this zip
-        readme = readme.replace("ch1_parallel_time.ipynb", notebooks[0].name)
-    readme += "\n## The notebooks in this folder\n\n" + "".join(f"- `{nb.name}`\n" for nb in notebooks)
-    files = {nb.name: nb.read_bytes() for nb in notebooks}
-    files.update({f"attnlab/{rel}": (kit / rel).read_bytes() for rel in kit_files(kit)})
-    files["README.md"] = readme.encode()
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name in sorted(files):
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, files[name])
-    tmp.replace(out)
-    return out
-
-
-def kit_files(kit: Path) -> list[str]:
-    """The kit's distributable files, relative to `kit`: its Python source, README.md and pyproject.toml
-    (never build outputs, egg-info, caches or hidden files)."""
-    found = []
-    for path in sorted(kit.rglob("*")):
-        rel = path.relative_to(kit)
-        if not path.is_file() or any(part.startswith(".") or part in {"build", "dist", "__pycache__"}
-                                     or part.endswith(".egg-info") for part in rel.parts):
-            continue
-        if path.suffix == ".py" or rel.as_posix() in {"README.md", "pyproject.toml"}:
-            found.append(rel.as_posix())
-    return found
-
-
-def _sync_due_dates(course_dir: Path) -> None:
-    """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
-    from autograder import config, late
-    from autograder.grades import gradebook
-
-    cfg = config.load(course_dir)
-    with gradebook(course_dir) as gb:
-        late.sync_due_dates(gb, cfg)
-
-
-# ----------------------------------------------------------------------------- deadlines
 
 def cmd_deadlines(args: argparse.Namespace) -> int:
     """Show, or set, the due dates and the late policy (the policy block of nbgrader_config.py)."""
-    from autograder import config
-
-    _require_course(args.course)
-    cfg = config.load(args.course)
-    block = config.read_policy_block(args.course) or ""
-    tz_name = args.timezone or _setting(block, "Deadlines.timezone") or "UTC"
-    tz = config.timezone(tz_name)
-    due = {a: when.astimezone(tz).strftime("%Y-%m-%d %H:%M") for a, when in cfg.due.items()}
-    assignments = _assignments(args.course)
-    for item in args.due or []:
-        name, sep, when = item.rpartition("=")
-        targets = [name] if sep else assignments
-        for a in targets:
-            if a not in assignments:
-                raise CliError(f"no assignment {a!r} in this course (it has {', '.join(assignments) or 'none'})")
-            if when.strip().lower() in ("", "none"):
-                due.pop(a, None)
-            else:
-                config.parse_time(when, tz, f"--due {item}")
-                due[a] = when.strip()
-    policy = cfg.late
-    if args.late or args.per_day is not None or args.cap is not None or args.grace is not None:
-        policy = config.late_policy({
-            "kind": (args.late or policy.kind).replace("-", "_"),
-            "per_day": _fraction(args.per_day, "--per-day") if args.per_day is not None else policy.per_day,
-            "cap": _fraction(args.cap, "--cap") if args.cap is not None else policy.cap,
-            "grace_minutes": args.grace if args.grace is not None else policy.grace.total_seconds() / 60})
-    changed = args.due or args.timezone or policy != cfg.late
-    if changed:
-        config.write_policy_block(args.course, config.policy_block(tz_name, due, policy))
-        cfg = config.load(args.course)
-        _sync_due_dates(args.course)
-    rows = [[a, cfg.due[a].astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if a in cfg.due else "-"]
-            for a in assignments]
-    _print(table(["chapter", "due"], rows, title=f"due dates ({tz_name}){'; updated' if changed else ''}"))
-    _print(f"late policy: {cfg.late.describe()}")
+    d = Course(args.course).deadlines(args.due or (), args.timezone, args.late, args.per_day, args.cap, args.grace)
+    rows = [[a, d.due[a].strftime("%Y-%m-%d %H:%M %Z") if a in d.due else "-"] for a in d.assignments]
+    _print(table(["chapter", "due"], rows, title=f"due dates ({d.timezone}){'; updated' if d.changed else ''}"))
+    _print(f"late policy: {d.late.describe()}")
     return 0
-
-
-def _setting(block: str, name: str) -> str | None:
-    import re
-
-    m = re.search(rf"^c\.{re.escape(name)} = '([^']*)'", block, re.M)
-    return m[1] if m else None
-
-
-def _fraction(text: str, option: str) -> float:
-    """'10%' or '0.1' as 0.1."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise CliError(f"{option} expects a percentage such as 10% (or a fraction such as 0.1), got {text!r}") from None
-    return value
 
 
 # ----------------------------------------------------------------------------- example class
@@ -179,7 +64,7 @@ def cmd_example_class(args: argparse.Namespace) -> int:
     chapters = select(args.chapters)
     release_dir = args.course / "release"
     if args.add_prose_question:
-        _require_course(args.course)
+        Course(args.course).require()
         if example_class.add_prose_question(args.course, chapters[0].assignment):
             _print(f"added the manually graded question {example_class.PROSE_ID} to {chapters[0].assignment} "
                    f"(source and release of {args.course})")
@@ -194,18 +79,11 @@ def cmd_example_class(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- collect
+# ----------------------------------------------------------------------------- collect, grade
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Place an LMS zip's or a folder's notebooks in course/submitted; list what could not be placed."""
-    from autograder import collect
-
-    _require_course(args.course)
-    try:
-        result = collect.collect(args.course, args.sources)
-    except collect.CollectError as exc:
-        raise CliError(str(exc)) from None
-    _register_students(args.course, result.students)
+    result = Course(args.course).collect(args.sources)
     rows = [[p.student, p.assignment, p.notebook, _local_time(p.entry.timestamp, args.course),
              "LATE (LMS)" if p.late else "", "by content" if p.how == "content" else "", status, p.entry.path.name]
             for p, status in result.placed]
@@ -235,61 +113,17 @@ def _local_time(when, course_dir: Path) -> str:
     return when.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if when is not None else "-"
 
 
-def _register_students(course_dir: Path, students: dict[str, str | None]) -> None:
-    """Add the students to the gradebook (with their LMS user id, for the Canvas export)."""
-    from autograder.grades import gradebook
-
-    with gradebook(course_dir) as gb:
-        known = {s.id: s.lms_user_id for s in gb.students}
-        for student, lms_id in sorted(students.items()):
-            if student in known and (not lms_id or known[student] == lms_id):
-                continue
-            gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
-
-
-# ----------------------------------------------------------------------------- grade
-
 def cmd_grade(args: argparse.Namespace) -> int:
     """Grade every submitted, not yet graded notebook with the trusted engine (resumable); apply the late
     policy. With --force, grade again what the other options select (one student, one notebook)."""
-    from autograder import gradinglog, late
-
-    _require_course(args.course)
-    submitted = args.course / "submitted"
-    students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
-    if not students:
-        raise CliError(f"nothing submitted in {submitted}: run `autograder collect` first")
-    if args.student and args.student not in students:
-        raise CliError(f"no submission from student {args.student!r} in {submitted}")
-    if args.assignment and args.assignment not in _assignments(args.course):
-        raise CliError(f"no assignment {args.assignment!r} in this course "
-                       f"(it has {', '.join(_assignments(args.course)) or 'none'})")
-    if args.workers < 1:
-        raise CliError("--workers must be at least 1")
-    try:
-        from autograder.engine import grade
-    except ImportError as exc:
-        raise CliError(f"the grading engine is not available ({exc})") from None
-    try:
-        from autograder.engine import EngineError
-    except ImportError:
-        EngineError = CliError  # noqa: N806 - an engine without its error type
-    _sync_due_dates(args.course)
-    before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(args.course)}
-    try:
-        summary = grade(args.course, assignment=args.assignment, student=args.student, workers=args.workers,
-                        progress=not args.quiet, force=args.force)
-    except EngineError as exc:
-        raise CliError(str(exc)) from None
-    late.apply(args.course)
-    _print(describe_summary(summary))
+    done = Course(args.course).grade(args.assignment, args.student, args.workers, args.force, progress=not args.quiet)
+    _print(describe_summary(done.summary))
     if args.force:
-        _print_regrades(before, gradinglog.read_all(args.course), args)
+        _print_regrades(done.before, done.after, args)
     _print()
     cmd_gradebook(args)
-    failed = int(getattr(summary, "failed", 0) or 0)
-    if failed:
-        print(f"autograder grade: error: {failed} notebook(s) could not be graded; run `autograder grade` "
+    if done.failed:
+        print(f"autograder grade: error: {done.failed} notebook(s) could not be graded; run `autograder grade` "
               "again to retry them", file=sys.stderr)
         return EXIT_FAILED
     return 0
@@ -330,22 +164,14 @@ def describe_summary(summary: object) -> str:
 
 # ----------------------------------------------------------------------------- gradebook, export, feedback, report
 
-def _load_graded(course_dir: Path):  # -> grades.Class
-    from autograder import grades
-
-    _require_course(course_dir)
-    cls = grades.load(course_dir)
-    grades.require_graded(cls, course_dir)
-    return cls
-
-
 def cmd_gradebook(args: argparse.Namespace) -> int:
     """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
     from autograder.collect import Manifest
 
-    cls = _load_graded(args.course)
+    course = Course(args.course)
+    cls = course.grades()
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
-    _, unplaced = Manifest.read(args.course)
+    unplaced = course.unplaced()
     why_missing = {}
     for u in unplaced:
         if u.student:
@@ -381,24 +207,17 @@ def _gradebook_cell(t) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write grades to a CSV file (totals, per-cell, or Canvas's gradebook import)."""
-    from autograder import export
-
-    if args.cells and args.format != "csv":
-        raise CliError("--cells works with --format csv only")
-    canvas_ids = _parse_canvas_ids(args.canvas_id)
-    cls = _load_graded(args.course)
-    out = Path(args.output)
+    done = Course(args.course).export(args.format, Path(args.output), args.cells, _parse_canvas_ids(args.canvas_id))
     if args.format == "canvas":
-        n = export.write_canvas(cls, out, canvas_ids)
-        missing = sorted(s for s, info in cls.students.items() if not info.get("lms_user_id"))
-        _print(f"wrote {n} student rows for Canvas to {out}")
+        _print(f"wrote {done.rows} student rows for Canvas to {done.path}")
+        missing = done.without_lms_id
         if missing:
             _print(f"note: {len(missing)} student(s) have no LMS user id (Canvas will match them by name): "
                    + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
     elif args.cells:
-        _print(f"wrote {export.write_cells(cls, out)} graded-cell rows to {out}")
+        _print(f"wrote {done.rows} graded-cell rows to {done.path}")
     else:
-        _print(f"wrote {export.write_totals(cls, out)} student-notebook rows to {out}")
+        _print(f"wrote {done.rows} student-notebook rows to {done.path}")
     return 0
 
 
@@ -407,19 +226,14 @@ def _parse_canvas_ids(pairs: Sequence[str] | None) -> dict[str, str]:
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         if not sep or not value.isdigit():
-            raise CliError(f"--canvas-id expects CHAPTER=NUMBER (e.g. ch1=4321), got {pair!r}")
+            raise CourseError(f"--canvas-id expects CHAPTER=NUMBER (e.g. ch1=4321), got {pair!r}")
         out[name] = value
     return out
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """One HTML feedback page per student and notebook, in course/feedback/."""
-    from autograder import feedback, gradinglog
-
-    cls = _load_graded(args.course)
-    written = feedback.generate(args.course, cls, gradinglog.read_all(args.course), args.student, args.assignment)
-    if not written:
-        raise CliError("no graded notebook matches --student/--assignment")
+    written = Course(args.course).feedback(args.student, args.assignment)
     _print(f"wrote {len(written)} feedback page(s) under {args.course / 'feedback'}")
     return 0
 
@@ -427,58 +241,44 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Summary per chapter, where the class lost points (per graded cell and per hidden check, with the most
     common failure messages), and plots in course/report/."""
-    from autograder import gradinglog, report
+    from autograder import report
 
-    cls = _load_graded(args.course)
-    logs = gradinglog.read_all(args.course)
-    _print(table(report.SUMMARY_HEADERS, report.chapter_summary(cls), title="class summary (graded submissions, "
-                                                                             "final scores)"))
-    cells, checks = report.failures(cls, logs, args.course)
+    done = Course(args.course).report()
+    _print(table(report.SUMMARY_HEADERS, done.summary, title="class summary (graded submissions, final scores)"))
     rows = [[c.assignment, c.grade_id, c.points, c.graded, c.failed, c.how.get("hidden check", 0),
              c.how.get("visible test or error", 0), c.how.get("stopped or not run", 0) + c.how.get("notebook not run", 0)]
-            for c in cells if c.graded]
+            for c in done.cells if c.graded]
     _print()
     _print(table(["chapter", "graded cell", "points", "graded", "lost points", "hidden check", "visible test/error",
                   "stopped/not run"], rows, title="where points were lost, per graded cell (submissions)"))
-    messages = [[c.grade_id, n, m] for c in cells for m, n in c.messages.most_common(3)]
+    messages = [[c.grade_id, n, m] for c in done.cells for m, n in c.messages.most_common(3)]
     if messages:
         _print()
         _print(table(["graded cell", "submissions", "failure message (numbers as #)"], messages,
                      title="most common failure messages (up to 3 per cell)"))
-    if checks:
+    if done.checks:
         _print()
         _print(table(["hidden check", "cell", "graded", "failed", "check failed", "cell failed before it"],
                      [[c.name, c.grade_id, c.graded, c.failed, c.failed_check, c.failed_before]
-                      for c in checks if c.graded][:20], title="hidden checks failed most often (submissions)"))
-    paths = report.plot_all(cls, logs, args.course / "report", args.course)
-    _print(f"\nplots: {', '.join(str(p) for p in paths)}")
+                      for c in done.checks if c.graded][:20], title="hidden checks failed most often (submissions)"))
+    _print(f"\nplots: {', '.join(str(p) for p in done.plots)}")
     return 0
 
 
 def cmd_manual(args: argparse.Namespace) -> int:
     """Manually graded answers: export them (a page per question, a CSV to fill), or import the scores."""
-    from autograder import late, manual
-
-    _require_course(args.course)
+    course = Course(args.course)
     if args.action == "export":
-        if args.assignment and args.assignment not in _assignments(args.course):
-            raise CliError(f"no assignment {args.assignment!r} in this course")
-        qs = manual.questions(args.course, args.assignment)
-        if not qs:
+        done = course.manual_export(Path(args.output) if args.output else None, args.assignment)
+        if not done.questions:
             _print("no manually graded cells in this course: nothing to export")
             return 0
-        out = Path(args.output) if args.output else args.course / "manual"
-        path, pages, n = manual.export(args.course, out, args.assignment)
-        rows = [[q.assignment, q.grade_id, f"{q.points:g}", str(p)] for q, p in zip(qs, pages)]
+        rows = [[q.assignment, q.grade_id, f"{q.points:g}", str(p)] for q, p in zip(done.questions, done.pages)]
         _print(table(["chapter", "question", "points", "answers (HTML)"], rows,
-                     title=f"{n} answer(s) to {len(qs)} question(s)"))
-        _print(f"fill in the score and comment columns of {path}, then: autograder manual import {path}")
+                     title=f"{done.answers} answer(s) to {len(done.questions)} question(s)"))
+        _print(f"fill in the score and comment columns of {done.csv}, then: autograder manual import {done.csv}")
         return 0
-    try:
-        rows = manual.import_scores(args.course, Path(args.file))
-    except manual.ManualError as exc:
-        raise CliError(str(exc)) from None
-    late.apply(args.course)  # a penalty depends on the raw score
+    rows = course.manual_import(Path(args.file))
     scored = sum(1 for r in rows if r.score is not None)
     _print(f"imported {scored} score(s) and {sum(1 for r in rows if r.comment)} comment(s) from {args.file} "
            "into the gradebook (nbgrader's formgrader shows the same)")
@@ -487,35 +287,16 @@ def cmd_manual(args: argparse.Namespace) -> int:
 
 def cmd_similarity(args: argparse.Namespace) -> int:
     """Rank every pair of students per assignment by the uncommon code they share; an HTML report."""
-    from autograder import similarity
-
-    _require_course(args.course)
-    if args.assignment and args.assignment not in _assignments(args.course):
-        raise CliError(f"no assignment {args.assignment!r} in this course")
-    if not (args.course / "release").is_dir():
-        raise CliError(f"no release in {args.course}: run `autograder release` first")
-    if not 0 < args.common <= 1:
-        raise CliError("--common must be a fraction between 0 and 1")
-    pairs, counts, path = similarity.run(args.course, args.assignment, args.common)
+    done = Course(args.course).similarity(args.assignment, args.common)
     rows = [[a, k, p.a, p.b, p.shared, f"{p.similarity[0]:.0%}", f"{p.similarity[1]:.0%}"]
-            for a, ps in pairs.items() for k, p in enumerate(ps[: args.top], start=1)]
+            for a, ps in done.pairs.items() for k, p in enumerate(ps[: args.top], start=1)]
     _print(table(["chapter", "rank", "student", "student", "shared", "of first", "of second"], rows,
                  title="most similar pairs (own code only: the release's code and code most students share left out)"))
-    _print(f"\nreport with the code side by side: {path}")
+    _print(f"\nreport with the code side by side: {done.path}")
     return 0
 
 
 # ----------------------------------------------------------------------------- plumbing
-
-def _require_course(course_dir: Path) -> None:
-    if not (course_dir / "nbgrader_config.py").exists():
-        raise CliError(f"no course at {course_dir}: run `autograder release --course {course_dir}` first")
-
-
-def _assignments(course_dir: Path) -> list[str]:
-    source = course_dir / "source"
-    return sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
-
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
@@ -613,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.course = Path(args.course)
     try:
         return args.fn(args)
-    except (CliError, course.CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
+    except (CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
         first, _, details = str(exc).partition("\n")
         print(f"autograder {args.command}: error: {printable(first)}", file=sys.stderr)
         if details.strip():

@@ -1,15 +1,29 @@
-"""The nbgrader course directory: configuration, source notebooks, release.
+"""The course: one Python API for everything an instructor does with a class's notebooks.
 
-A chapter (`coursenb.chapters`, text source `chapters/chN_name.py`) is assignment `chN`
-holding one notebook `chN_name`. The course's source notebook is the chapter without its
-solutions-only cells (`coursenb.cells.without_solutions_only`); nbgrader's release then
-replaces solution regions with stubs and removes hidden tests.
+    from autograder.course import Course
+    course = Course("course")
+    course.release(["ch1"])                      # source, release, release.zip for the LMS
+    course.collect([Path("submissions.zip")])    # placed in submitted/, students registered
+    course.grade(workers=2)                      # the engine, then the late policy
+    course.feedback(); course.export("csv", Path("grades.csv")); course.report()
+
+The command line (`autograder.cli`), the book (`publish`), the tests and the benchmarks call
+this class; each step checks what it needs first and raises `CourseError` (one sentence) for
+a course that cannot do it.
+
+Underneath, the nbgrader course directory: a chapter (`coursenb.chapters`, text source
+`chapters/chN_name.py`) is assignment `chN` holding one notebook `chN_name`. The course's
+source notebook is the chapter without its solutions-only cells
+(`coursenb.cells.without_solutions_only`); nbgrader's release then replaces solution
+regions with stubs and removes hidden tests (`init_course`, `release`).
 """
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -99,3 +113,393 @@ def _last_error(result: dict) -> str:
     text = (result.get("error") or result.get("log") or "").strip().splitlines()
     return text[-1] if text else "unknown error"
 
+
+
+# ----------------------------------------------------------------------------- the release zip
+
+def write_release_zip(notebooks: list[Path], out: Path) -> Path:
+    """The student notebooks (flat: the names students must submit), the student kit attnlab/ (its
+    source, README and pyproject.toml: `pip install ./attnlab` works from the unzipped folder) and a
+    README.md with the exact commands. Reproducible: the same inputs give the same bytes."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kit = ROOT / "attnlab"
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    if notebooks:  # the README's examples name a notebook of this zip
+        readme = readme.replace("ch1_parallel_time.ipynb", notebooks[0].name)
+    readme += "\n## The notebooks in this folder\n\n" + "".join(f"- `{nb.name}`\n" for nb in notebooks)
+    files = {nb.name: nb.read_bytes() for nb in notebooks}
+    files.update({f"attnlab/{rel}": (kit / rel).read_bytes() for rel in kit_files(kit)})
+    files["README.md"] = readme.encode()
+    tmp = out.with_name(f".{out.name}.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name])
+    tmp.replace(out)
+    return out
+
+
+def kit_files(kit: Path) -> list[str]:
+    """The kit's distributable files, relative to `kit`: its Python source, README.md and pyproject.toml
+    (never build outputs, egg-info, caches or hidden files)."""
+    found = []
+    for path in sorted(kit.rglob("*")):
+        rel = path.relative_to(kit)
+        if not path.is_file() or any(part.startswith(".") or part in {"build", "dist", "__pycache__"}
+                                     or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if path.suffix == ".py" or rel.as_posix() in {"README.md", "pyproject.toml"}:
+            found.append(rel.as_posix())
+    return found
+
+
+# ----------------------------------------------------------------------------- what the steps return
+
+@dataclass
+class Released:
+    """What `Course.release` made: the chapters, their student notebooks and the LMS zip."""
+
+    chapters: list[chapters.Chapter]
+    notebooks: list[Path]
+    zip: Path
+
+
+@dataclass
+class Deadlines:
+    """The course's due dates (assignment -> aware datetime, in the course's zone) and late policy."""
+
+    timezone: str
+    due: dict
+    assignments: list[str]
+    late: config.LatePolicy
+    changed: bool
+
+
+@dataclass
+class Graded:
+    """What `Course.grade` did: the engine's summary, and the grading logs before and after the run."""
+
+    summary: object  # autograder.engine.GradeSummary
+    before: dict = field(default_factory=dict)  # (student, assignment, notebook) -> NotebookLog
+    after: list = field(default_factory=list)  # NotebookLog, every notebook of the course
+    late: list = field(default_factory=list)  # late.apply's rows: (student, assignment, notebook, lateness, points)
+
+    @property
+    def failed(self) -> int:
+        return int(getattr(self.summary, "failed", 0) or 0)
+
+
+@dataclass
+class Exported:
+    """What `Course.export` wrote: rows, the file, and students Canvas must match by name."""
+
+    rows: int
+    path: Path
+    without_lms_id: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The instructor's report: per-chapter summary rows, failures per graded cell and per hidden check,
+    and the files written."""
+
+    summary: list
+    cells: list
+    checks: list
+    plots: list[Path]
+
+
+@dataclass
+class ManualExport:
+    """What `Course.manual_export` wrote: the CSV to fill, one page per question, and the answers' count."""
+
+    questions: list
+    csv: Path | None
+    pages: list[Path]
+    answers: int
+
+
+@dataclass
+class Similarity:
+    """What `Course.similarity` found: pairs per assignment, submissions per assignment, the HTML report."""
+
+    pairs: dict
+    counts: dict
+    path: Path
+
+
+# ----------------------------------------------------------------------------- the course
+
+def fraction(text: str | float, option: str) -> float:
+    """'10%' or '0.1' (or 0.1) as 0.1; CourseError naming `option` otherwise."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise CourseError(f"{option} expects a percentage such as 10% (or a fraction such as 0.1), "
+                          f"got {text!r}") from None
+
+
+class Course:
+    """One course directory (nbgrader's): release, deadlines, collect, grade, manual grading, feedback,
+    export, report and similarity, each a method that checks what it needs before it writes."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"Course({str(self.root)!r})"
+
+    # -- what the course has
+
+    def require(self) -> None:
+        """CourseError unless there is a course here."""
+        if not (self.root / config.CONFIG_NAME).exists():
+            raise CourseError(f"no course at {self.root}: run `autograder release --course {self.root}` first")
+
+    def assignments(self) -> list[str]:
+        """The course's assignments (its source folders), by name."""
+        source = self.root / "source"
+        return sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+
+    def require_assignment(self, assignment: str | None) -> None:
+        """CourseError if `assignment` is given and not one of the course's."""
+        if assignment and assignment not in self.assignments():
+            raise CourseError(f"no assignment {assignment!r} in this course "
+                              f"(it has {', '.join(self.assignments()) or 'none'})")
+
+    def config(self) -> config.CourseConfig:
+        """The course's configuration (nbgrader_config.py)."""
+        return config.load(self.root)
+
+    def students_submitted(self) -> list[str]:
+        """Students with a folder in submitted/."""
+        submitted = self.root / "submitted"
+        return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+
+    def grades(self):  # -> grades.Class
+        """Every grade of the course (ResultsError while nothing is graded)."""
+        from autograder import grades
+
+        self.require()
+        cls = grades.load(self.root)
+        grades.require_graded(cls, self.root)
+        return cls
+
+    def logs(self) -> list:
+        """Every notebook's grading log (autograder.gradinglog.NotebookLog)."""
+        from autograder import gradinglog
+
+        return gradinglog.read_all(self.root)
+
+    def unplaced(self) -> list:
+        """Files collect could not place (collect.Unplaced), with why."""
+        from autograder.collect import Manifest
+
+        return Manifest.read(self.root)[1]
+
+    # -- release and deadlines
+
+    def release(self, names: Iterable[str] | None = None, zip_path: Path | None = None) -> Released:
+        """Build the course from chapters/ (source, nbgrader release) and zip the student notebooks for the
+        LMS (default COURSE/release.zip); the course's due dates and late policy survive a release."""
+        chosen = chapters.select(names)  # ChapterError on an unknown chapter
+        if not chosen:
+            raise CourseError(f"no chapters found in {chapters.CHAPTERS}")
+        assignments = [c.assignment for c in chosen]
+        policy = config.read_policy_block(self.root)
+        init_course(self.root, assignments)
+        config.write_policy_block(self.root, policy or config.policy_block("UTC", {}, config.LatePolicy()))
+        notebooks = release(self.root, assignments)
+        self._sync_due_dates()
+        out = write_release_zip(notebooks, Path(zip_path) if zip_path else self.root / "release.zip")
+        return Released(chosen, notebooks, out)
+
+    def deadlines(self, due: Sequence[str] = (), timezone: str | None = None, late: str | None = None,
+                  per_day: str | float | None = None, cap: str | float | None = None,
+                  grace: float | None = None) -> Deadlines:
+        """Show, or set, the due dates (`due`: '[chN=]DATE' items; 'none' removes one) and the late policy
+        (the policy block of nbgrader_config.py, synced into the gradebook)."""
+        import re
+
+        self.require()
+        cfg = self.config()
+        block = config.read_policy_block(self.root) or ""
+        m = re.search(r"^c\.Deadlines\.timezone = '([^']*)'", block, re.M)
+        tz_name = timezone or (m[1] if m else None) or "UTC"
+        tz = config.timezone(tz_name)
+        dates = {a: when.astimezone(tz).strftime("%Y-%m-%d %H:%M") for a, when in cfg.due.items()}
+        assignments = self.assignments()
+        for item in due or []:
+            name, sep, when = item.rpartition("=")
+            for a in [name] if sep else assignments:
+                if a not in assignments:
+                    raise CourseError(f"no assignment {a!r} in this course (it has {', '.join(assignments) or 'none'})")
+                if when.strip().lower() in ("", "none"):
+                    dates.pop(a, None)
+                else:
+                    config.parse_time(when, tz, f"--due {item}")
+                    dates[a] = when.strip()
+        policy = cfg.late
+        if late or per_day is not None or cap is not None or grace is not None:
+            policy = config.late_policy({
+                "kind": (late or policy.kind).replace("-", "_"),
+                "per_day": fraction(per_day, "--per-day") if per_day is not None else policy.per_day,
+                "cap": fraction(cap, "--cap") if cap is not None else policy.cap,
+                "grace_minutes": grace if grace is not None else policy.grace.total_seconds() / 60})
+        changed = bool(due or timezone or policy != cfg.late)
+        if changed:
+            config.write_policy_block(self.root, config.policy_block(tz_name, dates, policy))
+            cfg = self.config()
+            self._sync_due_dates()
+        return Deadlines(tz_name, {a: cfg.due[a].astimezone(cfg.timezone) for a in assignments if a in cfg.due},
+                         assignments, cfg.late, changed)
+
+    def _sync_due_dates(self) -> None:
+        """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
+        from autograder import late
+        from autograder.grades import gradebook
+
+        cfg = self.config()
+        with gradebook(self.root) as gb:
+            late.sync_due_dates(gb, cfg)
+
+    # -- collect and grade
+
+    def collect(self, sources: Sequence[Path]):  # -> collect.CollectResult
+        """Place an LMS zip's or a folder's notebooks in submitted/ and register their students."""
+        from autograder import collect
+
+        self.require()
+        try:
+            result = collect.collect(self.root, list(sources))
+        except collect.CollectError as exc:
+            raise CourseError(str(exc)) from None
+        self._register_students(result.students)
+        return result
+
+    def _register_students(self, students: dict[str, str | None]) -> None:
+        """Add the students to the gradebook (with their LMS user id, for the Canvas export)."""
+        from autograder.grades import gradebook
+
+        with gradebook(self.root) as gb:
+            known = {s.id: s.lms_user_id for s in gb.students}
+            for student, lms_id in sorted(students.items()):
+                if student in known and (not lms_id or known[student] == lms_id):
+                    continue
+                gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
+
+    def grade(self, assignment: str | None = None, student: str | None = None, workers: int = 2,
+              force: bool = False, progress: bool = True, **engine_options) -> Graded:
+        """Grade every submitted, not yet graded notebook with the trusted engine (resumable), then apply the
+        late policy (a penalty depends on the raw score). With `force`, grade again what the other options
+        select. `engine_options` go to `autograder.engine.grade` (limits, seed, scheduler)."""
+        from autograder import gradinglog, late
+
+        self.require()
+        students = self.students_submitted()
+        if not students:
+            raise CourseError(f"nothing submitted in {self.root / 'submitted'}: run `autograder collect` first")
+        if student and student not in students:
+            raise CourseError(f"no submission from student {student!r} in {self.root / 'submitted'}")
+        self.require_assignment(assignment)
+        if workers < 1:
+            raise CourseError("--workers must be at least 1")
+        try:
+            from autograder.engine import EngineError, grade
+        except ImportError as exc:
+            raise CourseError(f"the grading engine is not available ({exc})") from None
+        self._sync_due_dates()
+        before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
+        try:
+            summary = grade(self.root, assignment=assignment, student=student, workers=workers,
+                            progress=progress, force=force, **engine_options)
+        except EngineError as exc:
+            raise CourseError(str(exc)) from None
+        charged = late.apply(self.root)
+        return Graded(summary, before, gradinglog.read_all(self.root), charged)
+
+    # -- manual grading
+
+    def manual_questions(self, assignment: str | None = None) -> list:
+        """The course's manually graded cells (manual.Question)."""
+        from autograder import manual
+
+        self.require()
+        self.require_assignment(assignment)
+        return manual.questions(self.root, assignment)
+
+    def manual_export(self, out_dir: Path | None = None, assignment: str | None = None) -> ManualExport:
+        """A page per manually graded question with every answer, and one CSV to fill (default COURSE/manual)."""
+        from autograder import manual
+
+        qs = self.manual_questions(assignment)
+        if not qs:
+            return ManualExport([], None, [], 0)
+        path, pages, n = manual.export(self.root, Path(out_dir) if out_dir else self.root / "manual", assignment)
+        return ManualExport(qs, path, pages, n)
+
+    def manual_import(self, path: Path) -> list:
+        """The filled CSV's scores and comments into the gradebook (all or nothing), then the late policy."""
+        from autograder import late, manual
+
+        self.require()
+        try:
+            rows = manual.import_scores(self.root, Path(path))
+        except manual.ManualError as exc:
+            raise CourseError(str(exc)) from None
+        late.apply(self.root)  # a penalty depends on the raw score
+        return rows
+
+    # -- what the instructor sends and reads
+
+    def feedback(self, student: str | None = None, assignment: str | None = None) -> list[Path]:
+        """One HTML feedback page per graded student and notebook, in COURSE/feedback/."""
+        from autograder import feedback
+
+        cls = self.grades()
+        written = feedback.generate(self.root, cls, self.logs(), student, assignment)
+        if not written:
+            raise CourseError("no graded notebook matches --student/--assignment")
+        return written
+
+    def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None) -> Exported:
+        """Grades to a CSV file: totals (`csv`), one row per graded cell (`csv`, `cells`), or Canvas's import."""
+        from autograder import export
+
+        if cells and fmt != "csv":
+            raise CourseError("--cells works with --format csv only")
+        if fmt not in ("csv", "canvas"):
+            raise CourseError(f"unknown export format {fmt!r} (csv or canvas)")
+        cls = self.grades()
+        out = Path(out)
+        if fmt == "canvas":
+            n = export.write_canvas(cls, out, canvas_ids or {})
+            return Exported(n, out, sorted(s for s, info in cls.students.items() if not info.get("lms_user_id")))
+        return Exported(export.write_cells(cls, out) if cells else export.write_totals(cls, out), out)
+
+    def report(self, out_dir: Path | None = None) -> Report:
+        """The class summary per chapter, where points were lost (per graded cell and per hidden check), and
+        plots in COURSE/report/."""
+        from autograder import report
+
+        cls = self.grades()
+        logs = self.logs()
+        cells_, checks = report.failures(cls, logs, self.root)
+        plots = report.plot_all(cls, logs, Path(out_dir) if out_dir else self.root / "report", self.root)
+        return Report(report.chapter_summary(cls), cells_, checks, plots)
+
+    def similarity(self, assignment: str | None = None, common: float = 0.25) -> Similarity:
+        """Every pair of students per assignment ranked by the uncommon code they share; COURSE/similarity/."""
+        from autograder import similarity
+
+        self.require()
+        self.require_assignment(assignment)
+        if not (self.root / "release").is_dir():
+            raise CourseError(f"no release in {self.root}: run `autograder release` first")
+        if not 0 < common <= 1:
+            raise CourseError("--common must be a fraction between 0 and 1")
+        return Similarity(*similarity.run(self.root, assignment, common))

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 warnings.filterwarnings("ignore", message="Object of type")
 
 from autograder import course  # noqa: E402
-from autograder.engine import grade  # noqa: E402
+from autograder.course import Course  # noqa: E402
 from coursenb.chapters import select  # noqa: E402
 from solutions.mistakes import apply, wrong_for  # noqa: E402
 from tests import nbgrader_support as nbs  # noqa: E402
@@ -48,7 +48,7 @@ def main() -> None:
     copies = {name: nbs.course_copy(base, tmp / name) for name in ("engine", "stock")}
 
     t0 = time.perf_counter()
-    s = grade(copies["engine"], workers=args.workers, progress=False)
+    s = Course(copies["engine"]).grade(workers=args.workers, progress=False).summary
     wall = time.perf_counter() - t0
     ran = [n for n in s.notebooks if n["run"]]
     over = [n["seconds"] - n["cells"] for n in ran]

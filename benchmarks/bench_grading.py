@@ -38,7 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import cli, course, example_class, grades, gradinglog  # noqa: E402
+from autograder import course, example_class, grades, gradinglog  # noqa: E402
+from autograder.course import Course  # noqa: E402
 from coursenb.chapters import Chapter, select  # noqa: E402
 from tests import nbgrader_support as nbs  # noqa: E402
 
@@ -136,9 +137,9 @@ def main() -> None:
     quiet = open(os.devnull, "w")
     sys.stdout, real_stdout = quiet, sys.stdout
     try:
-        assert cli.main(["release", "--course", str(base), "--chapters", *args.chapters]) == 0
+        Course(base).release(args.chapters)
         zip_path = class_zip(base, chapters, args.copies, tmp / "class.zip")
-        assert cli.main(["collect", "--course", str(base), str(zip_path)]) == 0
+        Course(base).collect([zip_path])
     finally:
         sys.stdout = real_stdout
     for name in ("ours", "stock"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.cli import kit_files
+from autograder.course import kit_files
 from coursenb import cells
 from publish.contents import is_notebook, published_toc, read_notebook, source_of, toc_documents
 from publish.layout import ROOT, Edition

@@ -1,9 +1,9 @@
 """What a student downloads from the book: each chapter's release notebook, the same with the kit
 in a zip, and one zip of every chapter.
 
-The notebooks are nbgrader's release (`autograder.course.release`, exactly what `autograder
-release` hands out: stubs, no hidden tests, no worked solutions) and the zips are
-`autograder.cli.write_release_zip`'s, so the book serves the files the grader expects and
+The notebooks are the course's release (`autograder.course.Course.release`, exactly what
+`autograder release` hands out: stubs, no hidden tests, no worked solutions) and the zips are
+`autograder.course.write_release_zip`'s, so the book serves the files the grader expects and
 never a source notebook. Both editions stage them under `downloads/`; the student edition's
 chapter pages link them (`link_cell`) and the students page links the zip of every chapter.
 The release is cached under `_build/.book_cache/release/`, keyed by the chapter sources and
@@ -41,7 +41,7 @@ def _key(chosen: list[chapters.Chapter]) -> str:
 
 def release_notebooks(chosen: list[chapters.Chapter]) -> dict[str, Path]:
     """Chapter notebook name -> its release notebook (nbgrader generate_assignment), cached."""
-    from autograder import course
+    from autograder.course import Course
 
     folder = CACHE / "release" / _key(chosen)
     done = folder / "released"
@@ -49,10 +49,9 @@ def release_notebooks(chosen: list[chapters.Chapter]) -> dict[str, Path]:
         shutil.rmtree(folder, ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix="book-release-", dir=CACHE) as tmp:
             course_dir = Path(tmp) / "course"
-            course.init_course(course_dir, [c.assignment for c in chosen])
-            released = course.release(course_dir, [c.assignment for c in chosen])
+            released = Course(course_dir).release([c.assignment for c in chosen])
             folder.mkdir(parents=True, exist_ok=True)
-            for path in released:
+            for path in released.notebooks:
                 shutil.copy(path, folder / path.name)
         done.write_text("\n".join(c.notebook for c in chosen) + "\n")
         for old in (CACHE / "release").iterdir():
@@ -63,7 +62,7 @@ def release_notebooks(chosen: list[chapters.Chapter]) -> dict[str, Path]:
 
 def files(chosen: list[chapters.Chapter]) -> dict[str, bytes]:
     """The staged download files: downloads/<notebook>.ipynb and .zip per chapter, and the zip of all."""
-    from autograder.cli import write_release_zip
+    from autograder.course import write_release_zip
 
     if not chosen:
         return {}

@@ -12,8 +12,7 @@ from coursenb.chapters import Chapter
 
 def make_course(tmp: Path, names: list[str]) -> Path:
     """A released course directory for chapters `names`."""
-    course.init_course(tmp, names)
-    course.release(tmp, names)
+    course.Course(tmp).release(names)
     return tmp
 
 

@@ -140,9 +140,9 @@ def test_widgets_become_the_text_of_their_final_state() -> None:
 @pytest.mark.slow
 def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
     """The student edition's cells are exactly what `nbgrader generate_assignment` gives students."""
-    chosen = course.init_course(tmp_path)
-    released = {p.stem: nbformat.read(p, as_version=4) for p in course.release(tmp_path)}
-    for chapter in chosen:
+    done = course.Course(tmp_path).release()
+    released = {p.stem: nbformat.read(p, as_version=4) for p in done.notebooks}
+    for chapter in done.chapters:
         ours = student_notebook(chapter.read())
         theirs = released[chapter.notebook]
         assert [c.source for c in ours.cells] == [c.source for c in theirs.cells], chapter.notebook

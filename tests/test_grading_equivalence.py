@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, collect, course, example_class, grades
+from autograder import collect, course, example_class, grades
 from coursenb.chapters import select
 from tests import nbgrader_support as nbs
 
@@ -40,13 +40,12 @@ def engine_ready() -> bool:
 def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: Path) -> None:
     chapter = select([assignment])[0]
     base = tmp_path / "base"
-    course.init_course(base, [assignment])
-    course.release(base, [assignment])
+    course.Course(base).release([assignment])
     zip_path = example_class.write_zip(example_class.build([chapter], base / "release"), tmp_path / "class.zip")
-    assert cli.main(["collect", "--course", str(base), str(zip_path)]) == 0
+    course.Course(base).collect([zip_path])
     ours, stock = nbs.course_copy(base, tmp_path / "ours"), nbs.course_copy(base, tmp_path / "stock")
 
-    assert cli.main(["grade", "--course", str(ours), "--workers", "2", "--quiet"]) == 0
+    assert course.Course(ours).grade(workers=2, progress=False).failed == 0
     submitted = {p.student: base / "submitted" / p.student / assignment / f"{chapter.notebook}.ipynb"
                  for p in example_class.PROFILES if p.honest}
     honest = sorted(s for s, path in submitted.items()  # stock nbgrader cannot open an unreadable file
