@@ -50,7 +50,9 @@ from nbclient import NotebookClient
 
 nb_dir, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 
-def run(path):
+def run(indexed):
+    index, path = indexed
+    time.sleep(3 * index)  # kernels started at once can draw the same free port (seen: ZMQError, a dead kernel)
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     try:
@@ -64,7 +66,7 @@ def run(path):
 
 paths = sorted(nb_dir.glob("ch*.ipynb"))
 with cf.ThreadPoolExecutor(len(paths)) as pool:
-    rows = list(pool.map(run, paths))
+    rows = list(pool.map(run, enumerate(paths)))
 out.write_text("chapter\tseconds\tstatus\tcuda lines\n" + "".join(f"{c}\t{s:.1f}\t{st}\t{d}\n" for c, s, st, d in rows))
 for c, s, st, d in rows:
     print(f"{c:24s} {s:7.1f} s  {st}  {d[:120]}")

@@ -228,6 +228,23 @@ def test_the_allowlist_holds_the_interpreter_and_nothing_of_the_checkout() -> No
         assert parent not in bound and any(b.startswith(parent + "/") for b in bound)
 
 
+def test_a_gpus_driver_outside_usr_is_bound_and_on_the_loaders_path(tmp_path: Path, monkeypatch) -> None:
+    """On GPU machines the driver often lives in /usr/local/nvidia/lib64, which the allowlist hides: without
+    the bind and LD_LIBRARY_PATH every CUDA trial raised "Found no NVIDIA driver" in the sandbox (seen on an
+    H200), and every function check scored 0 there while the CPU gave full marks."""
+    driver = tmp_path / "nvidia" / "lib64"
+    driver.mkdir(parents=True)
+    (driver / "libcuda.so.1").write_bytes(b"")
+    monkeypatch.setattr(sandbox, "cuda_possible", lambda: True)
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{tmp_path / 'empty'}:{driver}")
+    layout = sandbox.layout()
+    assert str(driver) in [dst for _, dst in layout.binds]
+    env = sandbox.Plan(mode="root", uid=1_500_000_000, layout=layout).zygote_env()
+    assert env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(driver)
+    monkeypatch.setattr(sandbox, "cuda_possible", lambda: False)
+    assert sandbox.cuda_library_dirs() == [] and "LD_LIBRARY_PATH" not in sandbox.Plan(mode="root", uid=1).zygote_env()
+
+
 def test_a_plan_holds_a_minimal_environment() -> None:
     plan = sandbox.Plan(mode="root", uid=1_500_000_000, layout=sandbox.layout(), threads=2)
     cmd = plan.zygote_command(3, 4, 5, 6)

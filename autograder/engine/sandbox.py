@@ -4,7 +4,9 @@ the zygote (an allowlisted filesystem) and the plan each forked notebook follows
 The filesystem is an allowlist: bubblewrap builds an empty root and binds into it, read-only,
 the Python installation (its own site-packages hidden), the virtual environment, the student
 kit's sources (an editable install points into the checkout), system libraries (/usr without
-/usr/local and /usr/src), a few files of /etc, and the code that runs inside
+/usr/local and /usr/src), the NVIDIA driver's user-space libraries where a GPU is present (they
+may live under /usr/local, e.g. /usr/local/nvidia/lib64, found through the loader's path), a few
+files of /etc, and the code that runs inside
 (`autograder/engine/inside`). Nothing else exists there: no checkout (solutions/, autograder/,
 chapters/, tests/, .git), no course directory, no home, no other checkout or venv, no
 host-backed writable directory. Each notebook then gets its own /proc, /tmp and /dev/shm.
@@ -98,7 +100,7 @@ def layout(extra: tuple[str, ...] = (), hide: tuple[str, ...] = ()) -> Layout:
 
     base = _real(sys.base_prefix)
     needed = [os.path.join(base, sub) for sub in ("bin", "lib", "lib64") if os.path.isdir(os.path.join(base, sub))]
-    needed += [_real(sys.prefix), *_editable_roots(), *(_real(p) for p in extra)]
+    needed += [_real(sys.prefix), *_editable_roots(), *cuda_library_dirs(), *(_real(p) for p in extra)]
     bind("/usr")
     for path in needed:
         bind(path)
@@ -225,6 +227,8 @@ class Plan:
         on_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and _real(p) in kit]
         if on_path:
             env["PYTHONPATH"] = os.pathsep.join(on_path)
+        if cuda_library_dirs():  # the loader reads its path once, at the zygote's start
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(cuda_library_dirs())
         return env
 
     def accounts(self) -> tuple[bytes, bytes]:
@@ -289,6 +293,26 @@ class Plan:
 
 def cuda_possible() -> bool:
     return os.path.exists("/dev/nvidiactl")
+
+
+# Where NVIDIA's driver puts libcuda.so.1 beside the loader's own path (containers, distributions).
+DRIVER_DIRS = ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+               "/usr/lib/aarch64-linux-gnu", "/usr/lib/wsl/lib")
+
+
+def cuda_library_dirs() -> list[str]:
+    """The folders holding the NVIDIA driver's libcuda.so.1 (searched, CUDA never initialised); [] without a GPU.
+
+    The notebooks' torch loads the driver with dlopen, which searches LD_LIBRARY_PATH: a driver outside the
+    sandbox's /usr (e.g. /usr/local/nvidia/lib64, which the allowlist hides) would be "no NVIDIA driver"."""
+    if not cuda_possible():
+        return []
+    loader_path = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    found: list[str] = []
+    for folder in (*loader_path, *DRIVER_DIRS):
+        if glob.glob(os.path.join(folder, "libcuda.so*")) and _real(folder) not in found:
+            found.append(_real(folder))
+    return found
 
 
 def fresh_uid_block(n: int) -> int:
