@@ -1,14 +1,46 @@
 """nbval on the chapters' text sources: pytest with --nbval-lax makes each `chapters/chN_name.py`
-into a notebook (`coursenb.chapters`, under _build/notebooks/) and hands that to nbval."""
+into a notebook (`coursenb.chapters`, under _build/notebooks/) and hands that to nbval.
+`--nbval-skip-demos` (scripts/test.sh --fast) runs each chapter as the grader does: the long
+demonstrations skipped (attnlab.grading.is_grading() is true in the kernel), the hidden checks judged locally."""
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nbval.plugin import IPyNbFile
 
 from coursenb import chapters
 
 NOTEBOOKS = chapters.ROOT / "_build" / "notebooks"
+AS_GRADED = {"NBGRADER_EXECUTION": "validate"}  # what `attnlab.validate` sets to skip the demos
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--nbval-skip-demos", action="store_true",
+                     help="run the chapters with their long demonstrations skipped, as the grader does")
+
+
+@contextlib.contextmanager
+def _environment(changes: dict[str, str]) -> Iterator[None]:
+    """`os.environ` with `changes` while the block runs (a kernel started in it inherits them)."""
+    saved = {k: os.environ.get(k) for k in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+class ChapterNotebook(IPyNbFile):
+    """nbval's notebook, whose kernel skips the long demonstrations under --nbval-skip-demos."""
+
+    def setup(self) -> None:
+        with _environment(AS_GRADED if self.config.getoption("nbval_skip_demos") else {}):
+            super().setup()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -18,10 +50,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     if not chapters.is_chapter_source(file_path):
         return None
-    from nbval.plugin import IPyNbFile
-
     notebook = chapters.materialise(NOTEBOOKS, [chapters.Chapter(file_path).assignment])[0]
-    return IPyNbFile.from_parent(parent, path=notebook)
+    return ChapterNotebook.from_parent(parent, path=notebook)
 
 
 OUTPUT_TIMEOUT_S = 120  # nbval waits 5 s for a cell's outputs after its reply: too short on a loaded machine

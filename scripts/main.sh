@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The main job: set up .venv on first use, build both editions of the book, then grade
-# the bundled example class end to end and print its gradebook.
+# The main job: install the Debian packages it needs when missing (scripts/system.sh: bubblewrap, and
+# python3-venv where ensurepip is missing), set up .venv on first use, build both editions of the book, then
+# grade the bundled example class end to end and print its gradebook.
 #   _build/html/index.html           -> links to both editions
 #   _build/student/html, _build/solutions/html
 #   _build/example_class/             the graded example class (feedback, report, CSVs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/system.sh main
 source scripts/venv.sh
 export MPLBACKEND=Agg PYTHONHASHSEED=0 OMP_WAIT_POLICY=PASSIVE
 start=$SECONDS

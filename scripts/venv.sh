@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # Create (first use) or refresh (pyproject.toml changed) the project's virtual environment.
-# Usage: source scripts/venv.sh   -> sets VENV and PY, puts .venv/bin first on PATH.
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${ATTNLAB_VENV:-$ROOT/.venv}"
-PYTHON="${PYTHON:-python3}"
-stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/attnlab/pyproject.toml" | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-    echo "== setting up $VENV (first use or pyproject.toml changed)" >&2
-    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-    log="$VENV/pip-install.log"
-    pip_install() {  # quiet unless it fails; the full log stays in $VENV/pip-install.log
-        "$VENV/bin/python" -m pip install -q "$@" >>"$log" 2>&1 || { tail -n 40 "$log" >&2; return 1; }
-    }
-    pip_install --upgrade pip
-    # torch first, pinned, so nothing resolves a CUDA build.
-    pip_install "torch==2.13.0"
-    pip_install -e "$ROOT/attnlab"  # the student kit, its own distribution
-    pip_install -e "$ROOT[dev]"
-    "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
-    rm -f "$VENV"/.installed-*
-    touch "$stamp"
-fi
-export VENV PATH="$VENV/bin:$PATH"
-PY="$VENV/bin/python"
-export PY
+# Usage: source scripts/venv.sh   -> sets VENV and PY, puts .venv/bin first on PATH; returns non-zero if the set-up
+# failed. Sourcing leaves the caller's shell options as they were (no `set -e` here: an interactive shell that
+# sources this keeps running after a failing command), and defines nothing but VENV, PY and PATH.
+_attnlab_venv() {
+    local root python stamp log
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" || return 1
+    VENV="${ATTNLAB_VENV:-$root/.venv}"
+    python="${PYTHON:-python3}"
+    cat "$root/pyproject.toml" "$root/attnlab/pyproject.toml" >/dev/null || return 1
+    stamp="$VENV/.installed-$(cat "$root/pyproject.toml" "$root/attnlab/pyproject.toml" | sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ]; then
+        echo "== setting up $VENV (first use or pyproject.toml changed)" >&2
+        if [ ! -x "$VENV/bin/python" ]; then
+            "$python" -m venv "$VENV" || { echo "scripts/venv.sh: \`$python -m venv $VENV\` failed" >&2; return 1; }
+        fi
+        log="$VENV/pip-install.log"
+        _attnlab_pip() {  # quiet unless it fails; the full log stays in $VENV/pip-install.log
+            "$VENV/bin/python" -m pip install -q "$@" >>"$log" 2>&1 || { tail -n 40 "$log" >&2; return 1; }
+        }
+        # torch first, pinned, so nothing resolves a CUDA build; the student kit is its own distribution.
+        _attnlab_pip --upgrade pip && _attnlab_pip "torch==2.13.0" && _attnlab_pip -e "$root/attnlab" \
+            && _attnlab_pip -e "$root[dev]"
+        local status=$?
+        unset -f _attnlab_pip
+        [ "$status" -eq 0 ] || { echo "scripts/venv.sh: pip install failed (log: $log)" >&2; return 1; }
+        "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1
+        rm -f "$VENV"/.installed-*
+        touch "$stamp"
+    fi
+    PY="$VENV/bin/python"
+    export VENV PY PATH="$VENV/bin:$PATH"
+}
+# The status of the last command is the status of `source`: a caller with `set -e` stops on a failed set-up.
+if _attnlab_venv; then unset -f _attnlab_venv; else unset -f _attnlab_venv; false; fi
