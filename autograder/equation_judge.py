@@ -11,8 +11,9 @@ a numeric test for constant factors; it names indices and tensors, never the ref
 """
 from __future__ import annotations
 
+import contextvars
 import itertools
-import time
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from attnlab.equations import (
     Affine,
     Apply,
     BinOp,
+    Budget,
     Call,
     Equation,
     EquationError,
@@ -35,6 +37,7 @@ from attnlab.equations import (
     Ref,
     Slice,
     Spec,
+    TooLarge,
     Typed,
     show,
 )
@@ -49,21 +52,38 @@ class Decision:
     message: str
 
 
-TIME_BUDGET = 5.0  # seconds to judge one answer (every draw of sizes, and the diagnosis)
+TIME_BUDGET = 5.0  # seconds to judge one answer (every stage: reading, form, each draw of sizes, the diagnosis)
+# What the answer being judged may still build and until when; every stage spends from it.
+_BUDGET: contextvars.ContextVar[Budget] = contextvars.ContextVar("equation_judge_budget")
 
 
 def judge_equations(q: EquationQuestion, answer: object) -> Decision:
-    """Decide a student's equations for question `q`."""
+    """Decide a student's equations for question `q`: within TIME_BUDGET seconds and MAX_BUILT tree nodes
+    for every stage together, past which the answer is refused with a sentence."""
     if not isinstance(answer, str):
         return Decision(False, f"your answer should be a string of equations, got {type(answer).__name__}")
-    deadline = time.monotonic() + TIME_BUDGET
+    budget = Budget(TIME_BUDGET)
+    token = _BUDGET.set(budget)
+    try:
+        return _judge(q, answer, budget)
+    except TooLarge as exc:
+        return Decision(False, str(exc))
+    finally:
+        _BUDGET.reset(token)
+
+
+def _judge(q: EquationQuestion, answer: str, budget: Budget) -> Decision:
     define = next(iter(q.defines))
     try:
-        eqs = eqn.parse_answer(answer, q.operands, define)
+        eqs = eqn.parse_answer(answer, q.operands, define, budget=budget)
+    except TooLarge:
+        raise
     except EquationError as exc:
         return Decision(False, f"your answer could not be read: {exc}")
     try:
-        typed = eqn.check(eqs, q.inputs, q.defines, sizes=q.size_names, functions=q.functions)
+        typed = eqn.check(eqs, q.inputs, q.defines, sizes=q.size_names, functions=q.functions, budget=budget)
+    except TooLarge:
+        raise
     except EquationError as exc:
         return Decision(False, str(exc))
     specs = _specs(q)
@@ -71,7 +91,9 @@ def judge_equations(q: EquationQuestion, answer: object) -> Decision:
     for draw, tensors, shapes, expected, functions in _expected(q):
         try:
             mine = eqn.evaluate_typed(typed, dict(tensors), draw, declared=shapes, replace=expected,
-                                      budget=deadline - time.monotonic(), functions=functions)
+                                      budget=budget.seconds_left(), functions=functions)
+        except TooLarge:
+            raise
         except EquationError as exc:
             return Decision(False, f"your equations cannot be evaluated: {exc}")
         for d in q.defines:
@@ -155,11 +177,14 @@ def _random_function(name: str, text: str, draw: Mapping[str, int], seed: int):
 
 
 def _compare(mine: torch.Tensor, expected: torch.Tensor, q: EquationQuestion) -> str | None:
+    """None when `mine` is `expected` within the question's tolerance, else what differs. The statistic is
+    the largest excess over the relative tolerance; it passes only finite and within atol (NaN, inf fail)."""
     if tuple(mine.shape) != tuple(expected.shape):
         return f"shape {tuple(mine.shape)}, expected {tuple(expected.shape)}"
-    if not torch.isfinite(mine).all():
+    if not bool(torch.isfinite(mine).all()):
         return "NaN or infinite values"
-    if not torch.allclose(mine, expected, rtol=q.rtol, atol=q.atol):
+    excess = float(((mine - expected).abs() - q.rtol * expected.abs()).max()) if mine.numel() else 0.0
+    if not (math.isfinite(excess) and excess <= q.atol):
         return "different values"
     return None
 
@@ -197,6 +222,8 @@ def _diagnose(d: str, problem: str, typed: Sequence[Typed], q: EquationQuestion,
         letters = specs[d].letters
         s_form, r_form = _form(s_eq, specs, letters), _form(r_eq, specs, letters)
         message = _structural(d, s_form, r_form)
+    except TooLarge:
+        raise
     except (EquationError, KeyError, ValueError, RecursionError):
         message = None
     if message:
@@ -220,14 +247,16 @@ def _ratio(a: torch.Tensor, b: torch.Tensor) -> float | None:
         return None
     r = a[mask] / b[mask]
     c = r.median().item()
-    if abs(c - 1) < 1e-9 or not torch.allclose(a, c * b, rtol=1e-6, atol=1e-9):
+    if not math.isfinite(c) or abs(c - 1) <= 1e-9:
         return None
-    return c
+    excess = float(((a - c * b).abs() - 1e-6 * (c * b).abs()).max())
+    return c if math.isfinite(excess) and excess <= 1e-9 else None
 
 
 def _inline(eq: Equation, defs: dict[str, Equation], q: EquationQuestion) -> Equation:
     """`eq` with the answer's own helper tensors (not inputs, not asked for) written out in place."""
     keep = set(q.inputs) | set(q.defines)
+    _BUDGET.get().afford(_inlined_size(eq.rhs, defs, keep, {}))
     counter = itertools.count()
 
     def sub(n: Node, depth: int) -> Node:
@@ -246,8 +275,23 @@ def _inline(eq: Equation, defs: dict[str, Equation], q: EquationQuestion) -> Equ
     return Equation(eq.name, eq.indices, sub(eq.rhs, 0), eq.line, eq.text)
 
 
+def _inlined_size(n: Node, defs: dict[str, Equation], keep: set[str], memo: dict[str, int]) -> int:
+    """At most how many nodes `n` has with the helpers it reads written out (each helper sized once)."""
+    total = 0
+    for node in eqn.walk(n):
+        if isinstance(node, Ref) and node.name not in keep and node.name in defs:
+            if node.name not in memo:
+                memo[node.name] = 1  # a helper is defined before it is read: no cycle, but stay finite
+                memo[node.name] = _inlined_size(defs[node.name].rhs, defs, keep, memo)
+            total += memo[node.name]
+        else:
+            total += 1
+    return total
+
+
 def _map(n: Node, f) -> Node:
-    """`n` with `f` applied to its direct sub-expressions."""
+    """`n` with `f` applied to its direct sub-expressions (one node built, counted against the budget)."""
+    _BUDGET.get().spend()
     if isinstance(n, Call):
         return Call(n.fn, f(n.arg))
     if isinstance(n, Neg):
@@ -265,6 +309,7 @@ def _map(n: Node, f) -> Node:
 
 def _rename(n: Node, names: dict[str, str], counter) -> Node:
     """`n` with indices renamed (free ones by `names`, summed ones to fresh names)."""
+    _BUDGET.get().spend()
     if isinstance(n, Reduce) and n.op == "sum":
         fresh = {i: f"{i}__{next(counter)}" for i in n.over}
         inner = {**names, **fresh}
@@ -425,10 +470,13 @@ def _structural(d: str, s: _Form, r: _Form) -> str | None:
 
 def _pair(mine: list[_Occ], want: list[_Occ]) -> list[tuple[_Occ, _Occ]]:
     """Pair occurrences of one tensor, closest first."""
-    if len(mine) == 1:
-        return [(mine[0], want[0])]
+    if len(mine) == 1 or len(mine) > MAX_PAIRED:
+        return list(zip(mine, want))
     best = min(itertools.permutations(mine), key=lambda p: sum(_distance(a, b) for a, b in zip(p, want)))
     return list(zip(best, want))
+
+
+MAX_PAIRED = 6  # occurrences of one tensor paired by trying every order (6! = 720 orders)
 
 
 def _distance(a: _Occ, b: _Occ) -> int:
@@ -476,6 +524,8 @@ def _softmax_scale(d: str, student: dict[str, Equation], reference: dict[str, Eq
             return None
         a = _scores(s_eq, s_soft[0], q, tensors, draw, expected, functions)
         b = _scores(r_eq, r_soft[0], q, tensors, draw, expected, functions)
+    except TooLarge:
+        raise
     except (EquationError, KeyError, ValueError, RuntimeError):
         return None
     if a is None or b is None or a.shape != b.shape:
@@ -500,5 +550,6 @@ def _scores(eq: Equation, soft: Reduce, q: EquationQuestion, tensors: dict[str, 
     inputs = {k: Spec(tuple(v.shape), integer=not v.is_floating_point()) for k, v in env.items()}
     typed = eqn.check([probe], inputs, {}, sizes=None, require=False, functions=dict.fromkeys(functions))
     shape = tuple(expected[eq.name].shape[eq.indices.index(i)] for i in lhs)
-    out = eqn.evaluate_typed(typed, env, draw, declared={"__scores": shape}, functions=functions)["__scores"]
+    out = eqn.evaluate_typed(typed, env, draw, declared={"__scores": shape}, functions=functions,
+                             budget=_BUDGET.get().seconds_left())["__scores"]
     return out

@@ -8,6 +8,7 @@ check behaves like any value answer: one empty trial, the reference is what a ri
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attnlab import equations as E
 from attnlab import wire
@@ -15,7 +16,7 @@ from attnlab.grading import Outcome, run_trials
 from autograder import judge as J
 from autograder.checks import CHECKS
 from autograder.checks.base import EquationCheck, EquationQuestion
-from autograder.equation_judge import judge_equations
+from autograder.equation_judge import Decision, judge_equations
 from tests.equation_questions import CAPTION, CAPTION_STEP, CNN_LAYER0, CNN_STRIDE2, QUESTIONS, SPATIAL, WQ_TILDE
 
 PASS = None
@@ -233,6 +234,49 @@ def test_a_question_checks_itself() -> None:
                          sizes=({"J": 3, "K": 2, "X": 4, "Y": 5},))
     with pytest.raises(ValueError, match="defines exactly one tensor"):
         EquationQuestion(**base, sizes=({"J": 3, "K": 2, "X": 4, "Y": 5},), operands=("z", "M"))
+
+
+# --------------------------------------------------------------------------- budgets (issue 22.4)
+
+def multiplying_helpers(copies: int, levels: int) -> str:
+    """A wrong answer whose helper tensors are each the sum of `copies` copies of the one before: a few KB of
+    text whose helpers, written out in place, grow as copies^levels."""
+    lines = ["a0[h,i,j] = sum_k WQ[h,k,i] * WK[h,k,j]"]
+    lines += [f"a{n}[h,i,j] = " + " + ".join([f"a{n - 1}[h,i,j]"] * copies) for n in range(1, levels + 1)]
+    return "\n".join([*lines, f"WQ_tilde[h,i,j] = a{levels}[h,i,j]"])
+
+
+TOO_LARGE = (f"your equations are too large to judge: comparing them builds more than {E.MAX_BUILT} terms "
+             "(helper tensors written out in place); write each tensor more simply")
+
+
+def test_helpers_that_multiply_are_refused_and_the_next_answer_is_judged() -> None:
+    assert len(multiplying_helpers(40, 6)) < 3100
+    assert judge_equations(WQ_TILDE, multiplying_helpers(40, 3)) == Decision(False, TOO_LARGE)  # 320000 nodes
+    assert judge_equations(WQ_TILDE, multiplying_helpers(40, 6)) == Decision(False, TOO_LARGE)  # 40^6 nodes written out
+    small = judge_equations(WQ_TILDE, multiplying_helpers(40, 2))  # 8000 nodes: diagnosed as usual
+    assert small == Decision(False, "your WQ_tilde differs from the expected one by a constant factor: check the scale")
+    assert judge_equations(WQ_TILDE, WQ_TILDE.reference).passed
+
+
+def test_every_stage_of_judging_has_a_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder import equation_judge
+
+    monkeypatch.setattr(equation_judge, "TIME_BUDGET", 0.0)
+    verdict = judge_equations(SPATIAL, SPATIAL.reference)
+    assert verdict == Decision(False, "your equations took longer than 0 s to judge; write them more simply")
+
+
+def test_a_non_finite_tensor_never_compares_equal() -> None:
+    from autograder.equation_judge import _compare
+
+    expected = torch.ones(3, dtype=torch.float64)
+    assert _compare(expected.clone(), expected, SPATIAL) is None
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        mine = expected.clone()
+        mine[1] = bad
+        assert _compare(mine, expected, SPATIAL) == "NaN or infinite values"
+    assert _compare(expected + 1e-3, expected, SPATIAL) == "different values"
 
 
 # --------------------------------------------------------------------------- through the registry and the wire

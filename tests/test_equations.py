@@ -288,6 +288,38 @@ def test_caps_on_intermediate_tensors_and_time() -> None:
         E.evaluate_typed(typed, {"x": x}, {}, budget=-1.0)
 
 
+def test_a_contraction_is_formed_two_factors_at_a_time_under_the_caps() -> None:
+    # Left to right, a * b keeps i and every index c reads: 4^10 elements, while no tensor read or written
+    # has more than 4^9 (a single einsum would form that product unchecked).
+    a, b = torch.ones(4, 4, 4, 4, 4, 4), torch.ones(4, 4, 4, 4, 4, 4)
+    c = torch.ones((4,) * 9)
+    answer = "y[i] = sum_{j,k,l,m,n,p,q,r,s,u} a[i,j,k,l,m,n] * b[i,p,q,r,s,u] * c[j,k,l,m,n,p,q,r,s]"
+    with pytest.raises(E.TooLarge, match="indices i,j,k,l,m,n,p,q,r,s would have 1048576 elements"):
+        E.evaluate(answer, {"a": a, "b": b, "c": c})
+    many = E.parse("y[i] = sum_{j,k} x[i,j] * x[j,k] * x[k,i]")  # each step under the caps: evaluated
+    x = torch.randn(30, 30, dtype=torch.float64)
+    torch.testing.assert_close(E.evaluate(many, {"x": x})["y"], torch.einsum("ij,jk,ki->i", x, x, x))
+
+
+def test_a_step_over_too_many_multiply_adds_is_refused() -> None:
+    x = torch.ones(400, 400)  # 400^3 = 64e6 multiply-adds in one step, its result only 160000 elements
+    with pytest.raises(E.TooLarge, match=f"multiply-adds \\(at most {E.MAX_WORK}\\)"):
+        E.evaluate("a[i,k] = sum_j x[i,j] * x[j,k]", {"x": x})
+
+
+def test_reading_and_the_form_check_spend_from_a_budget() -> None:
+    text = "\n".join(f"a{k}[i] = " + " + ".join(["b[i]"] * 20) for k in range(10))  # 10 lines of 39 nodes
+    E.parse(text, E.Budget(60.0, nodes=390))
+    with pytest.raises(E.TooLarge, match="too large to judge"):
+        E.parse(text, E.Budget(60.0, nodes=389))
+    with pytest.raises(E.TooLarge, match="took longer than 0 s"):
+        E.parse(text, E.Budget(0.0))
+    eqs = E.parse(text)
+    E.check(eqs, {"b": "I"}, require=False, budget=E.Budget(60.0))
+    with pytest.raises(E.TooLarge, match="took longer than 0 s"):
+        E.check(eqs, {"b": "I"}, require=False, budget=E.Budget(0.0))
+
+
 def test_a_sum_of_a_product_is_contracted_without_the_full_product() -> None:
     x = torch.randn(200, 200, dtype=torch.float64)  # 200^3 = 8e6 elements if the product were formed
     out = E.evaluate("a[i,k] = sum_j x[i,j] * x[j,k]", {"x": x})["a"]

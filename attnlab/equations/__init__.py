@@ -61,6 +61,7 @@ from attnlab.equations._grammar import GRAMMAR, parse
 from attnlab.equations._shapes import Spec, function_spec, spec
 from attnlab.equations._tree import (
     FUNCTIONS,
+    MAX_BUILT,
     MAX_CHARS,
     MAX_DEPTH,
     MAX_ELEMENTS,
@@ -68,11 +69,13 @@ from attnlab.equations._tree import (
     MAX_INDICES,
     MAX_LINE,
     MAX_NODES,
+    MAX_WORK,
     REDUCTIONS,
     TIME_BUDGET,
     Affine,
     Apply,
     BinOp,
+    Budget,
     Call,
     Equation,
     EquationError,
@@ -86,6 +89,7 @@ from attnlab.equations._tree import (
     Ref,
     Slice,
     Sym,
+    TooLarge,
     Var,
     children,
     indices_of,
@@ -94,9 +98,9 @@ from attnlab.equations._tree import (
 )
 
 __all__ = [
-    "FUNCTIONS", "GRAMMAR", "MAX_CHARS", "MAX_DEPTH", "MAX_ELEMENTS", "MAX_EQUATIONS", "MAX_INDICES", "MAX_LINE",
-    "MAX_NODES", "REDUCTIONS", "TIME_BUDGET",
-    "Affine", "Apply", "BinOp", "Call", "Equation", "EquationError", "Gather", "Index", "Neg", "Node", "Num", "Pow",
-    "Ref", "Reduce", "Slice", "Spec", "Sym", "Typed", "Var", "check", "children", "einsum_equation", "evaluate",
+    "FUNCTIONS", "GRAMMAR", "MAX_BUILT", "MAX_CHARS", "MAX_DEPTH", "MAX_ELEMENTS", "MAX_EQUATIONS", "MAX_INDICES", "MAX_LINE",
+    "MAX_NODES", "MAX_WORK", "REDUCTIONS", "TIME_BUDGET",
+    "Affine", "Apply", "Budget", "BinOp", "Call", "Equation", "EquationError", "Gather", "Index", "Neg", "Node", "Num", "Pow",
+    "Ref", "Reduce", "Slice", "Spec", "Sym", "TooLarge", "Typed", "Var", "check", "children", "einsum_equation", "evaluate",
     "evaluate_typed", "function_spec", "indices_of", "is_einsum", "parse", "parse_answer", "show", "spec", "walk",
 ]

@@ -5,7 +5,7 @@ import re
 from collections.abc import Sequence
 
 from attnlab.equations._grammar import _normalise, parse
-from attnlab.equations._tree import Equation, EquationError
+from attnlab.equations._tree import Budget, Equation, EquationError
 
 _EINSUM = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s*(.*)$", re.S)
 
@@ -44,8 +44,9 @@ def einsum_equation(text: str, operands: Sequence[str], define: str) -> str:
     return f"{define}[{','.join(out)}] = ({body}){scale}"
 
 
-def parse_answer(text: object, operands: Sequence[str] | None = None, define: str | None = None) -> tuple[Equation, ...]:
+def parse_answer(text: object, operands: Sequence[str] | None = None, define: str | None = None,
+                 budget: Budget | None = None) -> tuple[Equation, ...]:
     """`parse`, accepting an einsum spec where the question names its operands and the one tensor it defines."""
     if operands and define and is_einsum(text):
-        return parse(einsum_equation(str(text), operands, define))
-    return parse(text)
+        return parse(einsum_equation(str(text), operands, define), budget)
+    return parse(text, budget)

@@ -1,6 +1,7 @@
 """The evaluator: checked equations interpreted with torch, under caps on size and time."""
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -13,6 +14,7 @@ from attnlab.equations._grammar import parse
 from attnlab.equations._shapes import Spec
 from attnlab.equations._tree import (
     MAX_ELEMENTS,
+    MAX_WORK,
     TIME_BUDGET,
     Affine,
     Apply,
@@ -28,6 +30,7 @@ from attnlab.equations._tree import (
     Reduce,
     Ref,
     Slice,
+    TooLarge,
     Var,
     indices_of,
     show,
@@ -56,13 +59,13 @@ class _Run:
     functions: Mapping[str, Callable[..., torch.Tensor]] = field(default_factory=dict)
     eq: Equation | None = None
 
-    def err(self, msg: str) -> EquationError:
+    def err(self, msg: str, kind: type[EquationError] = EquationError) -> EquationError:
         eq = self.eq
-        return EquationError(f"line {eq.line} ({eq.name}): {msg}" if eq else msg)
+        return kind(f"line {eq.line} ({eq.name}): {msg}" if eq else msg)
 
     def tick(self) -> None:
         if time.monotonic() > self.deadline:
-            raise EquationError(f"evaluating the equations took too long (the limit is {self.budget:.2g} s)")
+            raise TooLarge(f"evaluating the equations took too long (the limit is {self.budget:.2g} s)")
 
     def cap(self, axes: Iterable[str]) -> None:
         n = 1
@@ -70,7 +73,14 @@ class _Run:
             n *= self.sizes[a]
         if n > MAX_ELEMENTS:
             raise self.err(f"an intermediate tensor over indices {','.join(axes)} would have {n} elements "
-                           f"(at most {MAX_ELEMENTS})")
+                           f"(at most {MAX_ELEMENTS})", TooLarge)
+
+    def work(self, axes: Iterable[str]) -> None:
+        """Refuse a step whose loops over `axes` would take more than MAX_WORK multiply-adds."""
+        n = math.prod(self.sizes[a] for a in axes)
+        if n > MAX_WORK:
+            raise self.err(f"a product over indices {','.join(axes)} would take {n} multiply-adds "
+                           f"(at most {MAX_WORK})", TooLarge)
 
 
 def evaluate(answer: str | Sequence[Equation], tensors: Mapping[str, torch.Tensor],
@@ -278,18 +288,27 @@ def _factors(n: Node) -> list[Node]:
 
 
 def _contract(n: Reduce, run: _Run, depth: int) -> _Named:
-    """`sum_{over} a * b * ...` as one einsum, without the product over every index."""
+    """`sum_{over} a * b * ...` as einsums of two factors at a time, left to right, each summed index summed
+    as soon as no later factor reads it: no product over every index, and every step under the caps."""
     parts = [_eval(f, run, depth + 1) for f in _factors(n.body)]
-    axes: list[str] = []
-    for p in parts:
-        axes += [a for a in p.axes if a not in axes]
-    if any(i not in axes for i in n.over):
+    present = {a for p in parts for a in p.axes}
+    if any(i not in present for i in n.over):
         raise run.err(f"sum_{{{','.join(n.over)}}} over an expression without {','.join(n.over)}")
-    out = tuple(a for a in axes if a not in n.over)
-    run.cap(out)
-    letter = {a: chr(ord("a") + k) for k, a in enumerate(axes)}
-    spec_ = ",".join("".join(letter[a] for a in p.axes) for p in parts) + "->" + "".join(letter[a] for a in out)
-    return _Named(torch.einsum(spec_, *[p.t for p in parts]), out)
+    acc: _Named | None = None
+    for k, p in enumerate(parts):
+        later = {a for q in parts[k + 1:] for a in q.axes}
+        operands = [p] if acc is None else [acc, p]
+        union: list[str] = []
+        for o in operands:
+            union += [a for a in o.axes if a not in union]
+        keep = tuple(a for a in union if a not in n.over or a in later)
+        run.work(union)
+        run.cap(keep)
+        letter = {a: chr(ord("a") + j) for j, a in enumerate(union)}
+        spec_ = ",".join("".join(letter[a] for a in o.axes) for o in operands) + "->" + "".join(letter[a] for a in keep)
+        acc = _Named(torch.einsum(spec_, *[o.t for o in operands]), keep)
+    assert acc is not None
+    return acc
 
 
 def _align(a: _Named, axes: tuple[str, ...]) -> torch.Tensor:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from attnlab.equations._shapes import Spec, function_spec, spec
 from attnlab.equations._tree import (
     Apply,
+    Budget,
     Equation,
     EquationError,
     Gather,
@@ -48,7 +49,7 @@ class _Env:
 
 def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defines: Mapping[str, Spec | str] | None = None,
           sizes: Iterable[str] | None = None, *, require: bool = True,
-          functions: Mapping[str, str | None] | None = None) -> list[Typed]:
+          functions: Mapping[str, str | None] | None = None, budget: Budget | None = None) -> list[Typed]:
     """The form check: names, index counts, free and summed indices, sizes; the shapes of `defines`.
 
     `inputs` and `defines` map names to specs (`"H,K,J"`); sizes are names or numbers. With `sizes`,
@@ -68,6 +69,8 @@ def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defin
     problems: list[str] = []
     typed = []
     for eq in equations:
+        if budget is not None:
+            budget.spend()  # the check is linear in the tree parse counted; this keeps its deadline
         t = _check_equation(eq, env, problems)
         if t is not None:
             typed.append(t)

@@ -16,6 +16,7 @@ from attnlab.equations._tree import (
     Affine,
     Apply,
     BinOp,
+    Budget,
     Call,
     Equation,
     EquationError,
@@ -180,8 +181,9 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse(text: object) -> tuple[Equation, ...]:
-    """The equations in `text`; EquationError says what cannot be read and where."""
+def parse(text: object, budget: Budget | None = None) -> tuple[Equation, ...]:
+    """The equations in `text`; EquationError says what cannot be read and where. With a `budget`, each
+    equation's nodes are counted against it and its deadline checked (TooLarge past either)."""
     if not isinstance(text, str):
         raise EquationError(f"the answer should be a string of equations, got {type(text).__name__}")
     if len(text) > MAX_CHARS:
@@ -191,7 +193,13 @@ def parse(text: object) -> tuple[Equation, ...]:
         raise EquationError("the answer holds no equation (write one per line: Name[i,j] = ...)")
     if len(lines) > MAX_EQUATIONS:
         raise EquationError(f"the answer has {len(lines)} equations; at most {MAX_EQUATIONS} are read")
-    return tuple(_parse_line(n, s) for n, s in lines)
+    out = []
+    for n, s in lines:
+        eq = _parse_line(n, s)
+        if budget is not None:
+            budget.spend(sum(1 for _ in walk(eq.rhs)))
+        out.append(eq)
+    return tuple(out)
 
 
 def _parse_line(n: int, s: str) -> Equation:

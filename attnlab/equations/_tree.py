@@ -1,6 +1,7 @@
 """The tree of an index equation: its nodes, their text, and the limits on an answer."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -11,6 +12,8 @@ MAX_INDICES = 12          # distinct indices in one equation
 MAX_NODES = 300           # nodes of one equation's tree
 MAX_DEPTH = 40            # nesting of brackets and of the tree
 MAX_ELEMENTS = 1_000_000  # elements of any tensor computed while evaluating
+MAX_WORK = 50_000_000     # multiply-adds of one pairwise contraction while evaluating
+MAX_BUILT = 50_000        # tree nodes built while judging one answer (helpers inlined, canonical forms)
 TIME_BUDGET = 2.0         # seconds to evaluate one answer on one set of tensors
 FUNCTIONS = ("exp", "log", "sigmoid", "tanh", "sqrt", "relu")
 REDUCTIONS = ("sum", "softmax")
@@ -20,6 +23,36 @@ Sym = str | int  # a size: its name ("K") or its value (4)
 
 class EquationError(ValueError):
     """A malformed answer, or one that cannot be evaluated; str(error) says what and where."""
+
+
+class TooLarge(EquationError):
+    """An answer whose judging would build more than its budget allows, or outlast its deadline."""
+
+
+class Budget:
+    """What one answer may cost from here on: `nodes` tree nodes built, until `seconds` from now.
+    `spend` counts what a stage builds and checks the clock; past either it raises TooLarge."""
+
+    def __init__(self, seconds: float, nodes: int = MAX_BUILT) -> None:
+        self.seconds, self.limit = seconds, nodes
+        self.deadline, self.nodes = time.monotonic() + seconds, nodes
+
+    def spend(self, nodes: int = 1) -> None:
+        """Count `nodes` built; raise TooLarge once the nodes or the time are spent."""
+        self.nodes -= nodes
+        self.afford(0)
+        if time.monotonic() > self.deadline:
+            raise TooLarge(f"your equations took longer than {self.seconds:g} s to judge; write them more simply")
+
+    def afford(self, nodes: int) -> None:
+        """Raise TooLarge now if building `nodes` more would overrun the budget."""
+        if nodes > self.nodes:
+            raise TooLarge(f"your equations are too large to judge: comparing them builds more than {self.limit} "
+                           "terms (helper tensors written out in place); write each tensor more simply")
+
+    def seconds_left(self) -> float:
+        """Seconds until the deadline (at least 0)."""
+        return max(0.0, self.deadline - time.monotonic())
 
 
 # --------------------------------------------------------------------------- the tree
