@@ -6,6 +6,7 @@ before any of their methods are trusted, and every comparison uses this process'
 """
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -182,6 +183,8 @@ def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callabl
         if not found:
             raise _NotRecorded(f"your function never called {name} on the arguments the composition passes it")
         first = _local(found[0], args)
+        if not _finite(first):
+            raise _NotRecorded(f"your {name} returned NaN or inf")
         if any(compare(other, first, check) is not None for other in found[1:]):
             raise _NotRecorded(f"your {name} returned different results for the same arguments")
         expected = reference(*args)
@@ -190,6 +193,15 @@ def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callabl
         return first
 
     return lookup
+
+
+def _finite(x: object) -> bool:
+    """True if every number in `x` (nested tensors, lists, tuples, floats) is finite."""
+    if type(x) is torch.Tensor:
+        return not x.is_floating_point() or bool(torch.isfinite(x).all())
+    if type(x) in (list, tuple):
+        return all(_finite(v) for v in x)
+    return type(x) is not float or math.isfinite(x)
 
 
 def _same_form(x: object, like: object) -> bool:
@@ -231,6 +243,8 @@ def compare(actual: object, expected: object, check: FunctionCheck | ValueCheck,
         return None
     if type(actual) is not type(expected) and not (type(actual) in (int, float) and type(expected) in (int, float)):
         return f"{path} should be {type(expected).__name__} {expected!r}, got {_kind(actual)}"
+    if type(actual) is float and not math.isfinite(actual) and not (actual == -math.inf and expected == -math.inf):
+        return f"{path} is {actual!r}, expected {expected!r} (a number must be finite)"
     return None if actual == expected else f"{path} is {actual!r}, expected {expected!r}"
 
 
@@ -248,14 +262,31 @@ def _compare_tensor(actual: object, expected: torch.Tensor, check: FunctionCheck
     if device_type != expected.device.type:
         return f"{path} is on {device_type}, expected {expected.device.type} (keep the inputs' device)"
     a, e = tensor.cpu(), expected.detach().cpu()
-    if a.is_floating_point() and not torch.isfinite(a).all():
-        return f"{path} contains NaN or inf"
     if not a.is_floating_point():
         return None if torch.equal(a, e) else f"{path} differs from the reference"
+    if problem := _nonfinite(a, e, path):
+        return problem
     rtol, atol = check.tolerances(e.dtype) if isinstance(check, FunctionCheck) else (0.0, 0.0)
-    if not torch.allclose(a, e, rtol=rtol, atol=atol):
-        err = (a - e).abs().max().item()
-        return f"{path} differs from the reference by up to {err:.3g} (tolerance rtol={rtol:g}, atol={atol:g})"
+    finite = torch.isfinite(e)  # -inf where the reference has -inf is settled by _nonfinite
+    err = (a[finite].double() - e[finite].double()).abs()
+    allowed = atol + rtol * e[finite].double().abs()
+    if err.numel() and not bool((err <= allowed).all()):
+        return (f"{path} differs from the reference by up to {err.max().item():.3g} "
+                f"(tolerance rtol={rtol:g}, atol={atol:g})")
+    return None
+
+
+def _nonfinite(a: torch.Tensor, e: torch.Tensor, path: str) -> str | None:
+    """None if `a` is finite wherever the reference `e` is, and -inf exactly where `e` is -inf (a log of zero);
+    NaN and +inf are always refused."""
+    if bool(torch.isnan(e).any()) or bool((e == math.inf).any()):
+        return f"{path} cannot be judged: the expected result is not finite"
+    if bool(torch.isnan(a).any()):
+        return f"{path} contains NaN"
+    if bool((a == math.inf).any()):
+        return f"{path} contains +inf"
+    if not torch.equal(a == -math.inf, e == -math.inf):
+        return f"{path} has -inf where the reference is finite, or a finite value where it is -inf"
     return None
 
 

@@ -19,6 +19,7 @@ random word in the blank: the two predictions must be equal.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -78,10 +79,10 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None
                     "row per blank, one column per word of the vocabulary it is given")
         if out.dtype != E.dtype or device_type != E.device.type:
             return f"the head returned {str(out.dtype)[6:]} on {device_type} for inputs {str(E.dtype)[6:]} on {E.device.type} {where}"
-        if torch.isnan(out).any() or (out == float("inf")).any():
+        if torch.isnan(out).any() or (out == math.inf).any():
             return f"the head returned NaN or +inf {where}"
-        mass = torch.logsumexp(out.double(), dim=1).abs().max().item()
-        if mass > NORMALISED[E.dtype]:
+        mass = torch.logsumexp(out.double(), dim=1).abs().max().item()  # a row of -inf only: +inf
+        if not (math.isfinite(mass) and mass <= NORMALISED[E.dtype]):
             return (f"the rows are not log-probabilities {where}: log sum_w exp(row) is off by up to {mass:.3g} "
                     "(return the log-softmax over the words, the last axis)")
         outputs.append(out)
@@ -99,7 +100,22 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> bool:
-    return torch.allclose(a.double(), b.double(), rtol=SAME[dtype], atol=SAME[dtype])
+    """Equal as torch.allclose(rtol=atol=SAME) says, with -inf (a probability of zero) exactly where the other is -inf."""
+    a, b = a.double(), b.double()
+    if torch.isnan(a).any() or torch.isnan(b).any() or not torch.equal(a == -math.inf, b == -math.inf):
+        return False
+    finite = b > -math.inf
+    return bool(((a[finite] - b[finite]).abs() <= SAME[dtype] * (1 + b[finite].abs())).all())
+
+
+def _change(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b| over entries, 0 where both are -inf, +inf where one is -inf and the other not, NaN in: +inf."""
+    a, b = a.double(), b.double()
+    if torch.isnan(a).any() or torch.isnan(b).any():
+        return math.inf
+    both = (a == -math.inf) & (b == -math.inf)
+    diff = torch.where(both, torch.zeros_like(a), (a - b).abs())
+    return diff.max().item() if diff.numel() else 0.0
 
 
 # ---------------------------------------------------------------- (c): trained, against the optimum
@@ -172,17 +188,19 @@ def verify_lm(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
     if tuple(out.shape) != (queries, n_words) or not out.is_floating_point():
         return (f"fit_blank_lm returned {tuple(out.shape)} {str(out.dtype)[6:]}, expected floats of shape "
                 f"(blanks, |V|) = ({queries}, {n_words})")
-    if torch.isnan(out).any() or (out == float("inf")).any():
+    if torch.isnan(out).any() or (out == math.inf).any():
         return "fit_blank_lm returned NaN or +inf for some held-out blank"
+    if (out == -math.inf).all(dim=1).any():
+        return "fit_blank_lm returned a row of -inf only (no word has a probability) for some held-out blank"
     log_q = torch.log_softmax(out.double(), dim=1)
     held = queries - PAIRS
-    change = (log_q[held:] - log_q[:PAIRS]).abs().nan_to_num(0.0).max().item()
-    if change > INVARIANT:
+    change = _change(log_q[held:], log_q[:PAIRS])
+    if not (math.isfinite(change) and change <= INVARIANT):
         return (f"the prediction for a blank changed (by up to {change:.3g} in log-probability) when the word in the "
                 "blank changed: the model reads the word it must predict")
     cross_entropy, optimum = held_out_gap(trial, out)
-    gap = cross_entropy - optimum
-    if gap > GAP:
+    gap = cross_entropy - optimum  # +inf where the model gives -inf to a word the exact posterior does not
+    if not (math.isfinite(gap) and gap <= GAP):
         return (f"after {trial[6]} training steps the held-out blank cross-entropy is {cross_entropy:.3f} nats, "
                 f"{gap:.3f} above the Bayes optimum {optimum:.3f} (allowed: {GAP})")
     return None
