@@ -211,7 +211,9 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   vocabulary size $\lvert\mathcal V\rvert$ (the grader tries from 1 to 300 words). It
 #   reads **only the allowed inputs**: row $n$ depends on row $n$ of the two states and on the
 #   word vectors, and it knows a word only through its vector, so renaming the words
-#   (permuting the rows of `E`) permutes the columns of its output in the same way.
+#   (permuting the rows of `E`) permutes the columns of its output in the same way. And it
+#   **reads them**: other states, or other word vectors, change its output (a head that
+#   returns $\ln(1/\lvert\mathcal V\rvert)$ whatever it is given has every other property).
 # * **(c)** `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
 #   $U = 32$) for 150 steps of 128 sentences, by `fit_blank_lm` below, it must predict
 #   held-out blanks within **0.10 nats** of the Bayes optimum. The grader draws its own
@@ -245,7 +247,7 @@ class BlankHead(nn.Module):
 # The grader builds a fresh head the same way as this helper does, and calls it on inputs of
 # its own:
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "head_outputs", "locked": true, "schema_version": 3, "solution": false}
 def head_outputs(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,
                  E: torch.Tensor) -> torch.Tensor:
     """A fresh BlankHead(J, U), its parameters drawn from `seed`, on these inputs -> ln P[N, |V|]."""
@@ -295,6 +297,13 @@ expect_close(head_outputs(J, U, 0, z_fwd_prev[rows], z_bwd_next[rows], E), out[r
              "BlankHead with the blanks reordered",
              hint="Row n of the output may use row n of z_fwd_prev and of z_bwd_next only: no mixing of blanks "
                   "(a softmax or a mean over dim 0, a shift of the rows).")
+
+# It reads its inputs: other states, or other word vectors, change its output.
+for what, other in (("other states", head_outputs(J, U, 0, z_bwd_next, z_fwd_prev, E)),
+                    ("other word vectors", head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E.flip(1)))):
+    if not (other - out).abs().max() > 1e-3:
+        raise Explained(f"BlankHead gave the same output for {what}: a prediction must depend on the states "
+                        "before and after the blank and on the word vectors (are your parameters zero?)")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -316,7 +325,7 @@ hidden_check("ch4.blank_head", head_outputs)
 # `z_bwd[:, 2:T+2]` ($\overleftarrow{z}[t+1]$). A batch is flattened to $B \cdot T$ rows for
 # the head, since every blank is predicted on its own.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "blank_lm_model", "locked": true, "schema_version": 3, "solution": false}
 def reverse_within(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     """x[B, S, ...] with the first n[b] entries of row b reversed (the rest left in place)."""
     k = torch.arange(x.shape[1], device=x.device)[None, :]
@@ -393,9 +402,11 @@ assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank'
 # checks the normalisation itself in part (a, b).
 #
 # `blank_queries` makes such held-out blanks from sentences whose words you know, here the
-# chapter's own held-out set, so you can measure what the grader measures.
+# chapter's own held-out set, so you can measure what the grader measures. This cell, the
+# model's cell above and `head_outputs` are read-only: the grader runs them as written here,
+# whatever a submission holds in their place; your part is the head.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "fit_blank_lm", "locked": true, "schema_version": 3, "solution": false}
 def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids: torch.Tensor,
                  query_lengths: torch.Tensor, query_t: torch.Tensor, n_words: int, steps: int,
                  seed: int) -> torch.Tensor:

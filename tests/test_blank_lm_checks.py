@@ -207,3 +207,39 @@ def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
     scores = nbs.scores(course_dir, chapter, "prying")
     assert scores == nbs.max_points(src), scores
     assert {"test_blank_head", "test_blank_lm"} <= scores.keys()
+
+
+def test_the_trained_check_trains_with_the_course_trainer() -> None:
+    """The trainer, the model and head_outputs are locked cells: a submission that rewrites them (to return the
+    grammar's posterior, say, or to train longer) is graded with the source's, restored by grade_id."""
+    from autograder.engine import notebook as nbmod
+    from coursenb.cells import grade_id, is_locked
+
+    source = select(["ch4"])[0].read()
+    locked = {grade_id(c): c.source for c in source.cells if grade_id(c) and is_locked(c)}
+    assert {"head_outputs", "blank_lm_model", "fit_blank_lm"} <= set(locked)
+    assert "def fit_blank_lm(" in locked["fit_blank_lm"] and "class BlankLM(" in locked["blank_lm_model"]
+    submission = nbmod.nbformat.from_dict(source)
+    for c in submission.cells:
+        if grade_id(c) in ("head_outputs", "blank_lm_model", "fit_blank_lm"):
+            c.source = "def fit_blank_lm(*args):\n    return EXACT_POSTERIOR\n"
+    restored = nbmod.restore(submission, source)
+    sources = {grade_id(c): c.source for c in restored.nb.cells if grade_id(c)}
+    for gid in ("head_outputs", "blank_lm_model", "fit_blank_lm"):
+        assert sources[gid] == locked[gid]
+    assert sum("was changed in the submission and was restored" in n for n in restored.notes) == 3
+
+
+@pytest.mark.parametrize("kind", ["states", "everything"])
+def test_a_head_that_ignores_an_input_fails(head_trials, kind) -> None:
+    """Attack: a head with every tested property but one, that it reads its inputs."""
+
+    class Ignoring(ch4.BlankHead):
+        def forward(self, z_fwd_prev, z_bwd_next, E):
+            if kind == "states":
+                z_fwd_prev, z_bwd_next = torch.ones_like(z_fwd_prev), torch.ones_like(z_bwd_next)
+                return super().forward(z_fwd_prev, z_bwd_next, E)
+            return torch.log_softmax(super().forward(z_fwd_prev, z_bwd_next, E) * 0, dim=-1)
+
+    verdict = _judge_head(head_trials, Ignoring)
+    assert not verdict.passed and "did not change" in verdict.message

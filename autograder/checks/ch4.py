@@ -3,7 +3,9 @@
 `ch4.blank_head` (Problem 4.1 (a), (b)): a fresh head on states and word vectors the grader
 draws must return log-probabilities over the vocabulary, for any vocabulary size; renaming the
 words (permuting the rows of E) must permute its columns (it sees words only through their
-vectors), and reordering the blanks must reorder its rows (blank n reads row n only).
+vectors), reordering the blanks must reorder its rows (blank n reads row n only), and redrawing
+the states, or the word vectors, must change its output (a head that ignores its inputs, such as
+a constant log(1/|V|), has every other property). No formula is prescribed.
 
 `ch4.blank_lm` (Problem 4.1 (c)): the chapter's bidirectional GRU with the student's head,
 trained in the student's process for a bounded number of steps on sentences the grader draws
@@ -35,11 +37,13 @@ from solutions import ch4
 HEAD_SIZES = [(1, 3, 2, 2), (5, 6, 3, 7), (7, 4, 8, 52), (6, 16, 16, 300), (3, 5, 5, 1)]
 NORMALISED = {torch.float32: 1e-4, torch.float64: 1e-9}  # |log sum_w P(w)| allowed
 SAME = {torch.float32: 1e-4, torch.float64: 1e-9}  # absolute difference allowed between equal outputs
+DEPENDS = 1e-3  # a fresh head's output must move by more than this when its states or word vectors are redrawn
 
 
 def blank_head_trials(gen: torch.Generator) -> list[tuple]:
     """(J, U, seed, z_fwd_prev[N,J], z_bwd_next[N,J], E[|V|,U], private) for every size, dtype and device;
-    each base trial followed by the same with the words renamed and with the blanks reordered."""
+    each base trial followed by the same with the words renamed, with the blanks reordered, with other
+    states and with other word vectors (the same fresh head each time: the same seed)."""
     trials = []
     for dev in devices():
         for dtype in DTYPES:
@@ -54,6 +58,10 @@ def blank_head_trials(gen: torch.Generator) -> list[tuple]:
                 rows = torch.randperm(N, generator=gen)
                 trials.append((J, U, seed, z_fwd[rows.to(dev)], z_bwd[rows.to(dev)], E,
                                {"kind": "rows", "base": base, "perm": rows}))
+                z_fwd2, z_bwd2 = (randn(gen, N, J, dtype=dtype, device=dev) for _ in range(2))
+                trials.append((J, U, seed, z_fwd2, z_bwd2, E, {"kind": "states", "base": base}))
+                trials.append((J, U, seed, z_fwd, z_bwd, randn(gen, n_words, U, dtype=dtype, device=dev),
+                               {"kind": "vectors", "base": base}))
     return trials
 
 
@@ -88,7 +96,14 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None
         outputs.append(out)
         if private["kind"] == "base":
             continue
-        base, perm = outputs[private["base"]], private["perm"]
+        base = outputs[private["base"]]
+        if private["kind"] in ("states", "vectors"):
+            if E.shape[0] > 1 and not _change(out, base) > DEPENDS:  # one word: log 1 whatever the inputs
+                what = "both states" if private["kind"] == "states" else "the word vectors E"
+                return (f"the head's output did not change when {what} changed {where}: a prediction must be a "
+                        "function of the states before and after the blank and of the word vectors")
+            continue
+        perm = private["perm"]
         if private["kind"] == "words":
             if not _same(out, base[:, perm], E.dtype):
                 return (f"renaming the words (the rows of E permuted) did not permute the columns of the output {where}: "

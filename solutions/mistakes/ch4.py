@@ -3,7 +3,10 @@
 Problem 4.1 is graded by behaviour in two cells: the head alone (a, b) and the head trained
 (c). A head that is a valid model but not a log-distribution, or not a function of the word
 vectors, loses (a, b) only (the training loss and the judge renormalise); a head that is a
-valid distribution but reads one side only loses (c) only.
+valid distribution but reads one side only loses (c) only (its output still changes with the
+states). A head that does nothing (a constant log(1/|V|)) or ignores the states (a unigram
+model of the word vectors) has every property (a, b) tests but one, that its output changes
+with its inputs, and cannot learn the blanks: it loses both cells.
 """
 from solutions.mistakes import Wrong
 
@@ -37,4 +40,23 @@ WRONG = [
             def forward(self, z_fwd_prev, z_bwd_next, E):
                 return torch.log_softmax(torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev), dim=-1)  # one side
         ''', ("test_blank_lm",), "reads the forward state only: a valid distribution, far from the optimum"),
+    Wrong("blank_head", '''
+        class BlankHead(nn.Module):
+            def __init__(self, J, U):
+                super().__init__()
+
+            def forward(self, z_fwd_prev, z_bwd_next, E):
+                flat = torch.zeros(z_fwd_prev.shape[0], E.shape[0], dtype=E.dtype, device=E.device)
+                return torch.log_softmax(flat, dim=-1)  # log(1/|V|) for every blank and word, whatever the inputs
+        ''', ("test_blank_head", "test_blank_lm"), "a constant log(1/|V|): normalised and invariant, reads nothing"),
+    Wrong("blank_head", '''
+        class BlankHead(nn.Module):
+            def __init__(self, J, U):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(U) / U**0.5)
+
+            def forward(self, z_fwd_prev, z_bwd_next, E):
+                scores = (E @ self.w).expand(z_fwd_prev.shape[0], -1)  # the states are never read
+                return torch.log_softmax(scores, dim=-1)
+        ''', ("test_blank_head", "test_blank_lm"), "ignores both states: a unigram model of the word vectors"),
 ]
