@@ -34,24 +34,74 @@ def encode(obj: Plain) -> bytes:
     return buf.getvalue()
 
 
-def decode(data: bytes, *, record_device: bool = False) -> Plain:
-    """bytes from `encode` -> nested plain data.
+DECODE_FACTOR = 2  # decoding holds at most this many times the message's bytes ...
+DECODE_SLACK = 1 << 20  # ... plus this much ...
+DECODE_CAP = 512 << 20  # ... and never more than this, whatever the message
+MAX_SKELETON = 1 << 20  # bytes of JSON skeleton (an honest one is a few KiB: one node per tensor or number)
+NODE_BYTES = 256  # what one skeleton node costs against the budget (a Python object or two)
+
+
+def decode_budget(size: int) -> int:
+    """Bytes a message of `size` bytes may decode to: min(DECODE_FACTOR * size + DECODE_SLACK, DECODE_CAP)."""
+    return min(DECODE_FACTOR * size + DECODE_SLACK, DECODE_CAP)
+
+
+def decode(data: bytes, *, record_device: bool = False, budget: int | None = None) -> Plain:
+    """bytes from `encode` -> nested plain data, in time and memory linear in `len(data)`.
 
     Tensors go back to the device they were recorded on, or, with `record_device`, stay on
     the CPU wrapped as `Received(tensor, device_type)` so a judge can check the device.
+    Each stored array is read once, in place (one copy of the message, no copy per array), as
+    the dtype it was stored in (a bfloat16 tensor, stored as float32, is cast once); a tensor
+    referenced many times is one tensor. Everything decoded counts against `budget` bytes
+    (default `decode_budget(len(data))`): past it, WireError.
     """
     try:
+        left = [decode_budget(len(data)) if budget is None else budget]
         n = int.from_bytes(data[:8], "little")
-        skeleton = json.loads(data[8:8 + n].decode())
-        buf = io.BytesIO(data[8 + n:])
-        arrays = []
-        while buf.tell() < len(data) - 8 - n:
-            arrays.append(np.load(buf, allow_pickle=False))
-        return _rebuild(skeleton, arrays, record_device)
+        if not 0 <= n <= min(MAX_SKELETON, len(data) - 8):
+            raise WireError(f"the skeleton's length {n} is out of range (at most {MAX_SKELETON} bytes)")
+        skeleton = json.loads(bytes(data[8:8 + n]).decode())
+        buf = bytearray(data[8 + n:])  # the one copy: writable, so tensors may share it
+        _spend(left, len(buf))
+        arrays = _arrays(buf)
+        return _Rebuild(arrays, record_device, left).plain(skeleton)
     except WireError:
         raise
     except Exception as exc:  # noqa: BLE001 - any malformed input is one error kind
-        raise WireError(f"malformed message: {exc}") from None
+        raise WireError(f"malformed message: {str(exc)[:200]}") from None
+
+
+def _spend(left: list[int], nbytes: int) -> None:
+    left[0] -= nbytes
+    if left[0] < 0:
+        raise WireError("the message decodes to more data than its size allows")
+
+
+def _arrays(buf: bytearray) -> list[np.ndarray]:
+    """The .npy arrays stored one after another in `buf`, each a view of it (no copy)."""
+    view, arrays, at = memoryview(buf), [], 0
+    while at < len(buf):
+        stream = io.BytesIO(view[at:at + 65536 + 16])  # a header is at most 64 KiB
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise WireError(f"unknown .npy version {version}")
+        if fortran or dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None \
+                or not dtype.isnative or dtype.kind not in "biufc":
+            raise WireError(f"unsupported stored array ({dtype}, fortran order {fortran})")
+        count = 1
+        for d in shape:
+            count *= int(d)
+        start = at + stream.tell()
+        if start + count * dtype.itemsize > len(buf):
+            raise WireError("a stored array is larger than the message")
+        arrays.append(np.frombuffer(buf, dtype=dtype, count=count, offset=start).reshape(shape))
+        at = start + count * dtype.itemsize
+    return arrays
 
 
 @dataclass(frozen=True)
@@ -99,26 +149,53 @@ def _to_numpy(t: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(t.resolve_conj().resolve_neg().numpy())
 
 
-def _rebuild(s: Any, arrays: list[np.ndarray], record: bool) -> Plain:
-    if not isinstance(s, dict) or len(s) == 0:
+class _Rebuild:
+    """Plain data from a skeleton: every node costs NODE_BYTES; a stored array becomes one tensor per
+    (array, dtype, device), shared by every reference to it."""
+
+    def __init__(self, arrays: list[np.ndarray], record: bool, left: list[int]) -> None:
+        self.arrays, self.record, self.left = arrays, record, left
+        self.tensors: dict[tuple[int, str, str], torch.Tensor] = {}
+
+    def plain(self, s: Any) -> Plain:
+        _spend(self.left, NODE_BYTES)
+        if not isinstance(s, dict) or len(s) == 0:
+            raise WireError("malformed skeleton")
+        if "v" in s:
+            return s["v"]
+        if "f" in s:
+            return float(s["f"])
+        if "t" in s:
+            t = self.tensor(s["t"], s["dtype"], s["device"] if not self.record else "cpu")
+            if list(t.shape) != s["shape"]:
+                raise WireError("tensor shape does not match its header")
+            return Received(t, s["device"]) if self.record else t
+        if "a" in s:
+            return self.arrays[s["a"]]
+        if "l" in s:
+            return [self.plain(x) for x in s["l"]]
+        if "u" in s:
+            return tuple(self.plain(x) for x in s["u"])
+        if "d" in s:
+            return {k: self.plain(v) for k, v in s["d"].items()}
         raise WireError("malformed skeleton")
-    if "v" in s:
-        return s["v"]
-    if "f" in s:
-        return float(s["f"])
-    if "t" in s:
-        t = torch.from_numpy(arrays[s["t"]].copy()).to(getattr(torch, s["dtype"]))
-        if list(t.shape) != s["shape"]:
-            raise WireError("tensor shape does not match its header")
-        if record:
-            return Received(t, s["device"])
-        return t.to(s["device"]) if s["device"] != "cpu" else t
-    if "a" in s:
-        return arrays[s["a"]]
-    if "l" in s:
-        return [_rebuild(x, arrays, record) for x in s["l"]]
-    if "u" in s:
-        return tuple(_rebuild(x, arrays, record) for x in s["u"])
-    if "d" in s:
-        return {k: _rebuild(v, arrays, record) for k, v in s["d"].items()}
-    raise WireError("malformed skeleton")
+
+    def tensor(self, index: int, dtype_name: str, device: str) -> torch.Tensor:
+        """Stored array `index` as a tensor of `dtype_name` on `device`, made once."""
+        key = (index, dtype_name, device)
+        if key not in self.tensors:
+            if type(index) is not int or not 0 <= index < len(self.arrays):
+                raise WireError("a tensor refers to no stored array")
+            dtype = getattr(torch, str(dtype_name), None)
+            if not isinstance(dtype, torch.dtype):
+                raise WireError(f"unknown dtype {str(dtype_name)[:40]!r}")
+            t = torch.from_numpy(self.arrays[index])
+            if dtype != t.dtype:
+                if not (dtype == torch.bfloat16 and t.dtype == torch.float32):  # encode stores bfloat16 as float32
+                    raise WireError(f"a {str(t.dtype)[6:]} array is sent as {str(dtype)[6:]}: tensors travel in their own dtype")
+                _spend(self.left, t.numel() * 2)
+                t = t.to(dtype)
+            if device != "cpu":
+                t = t.to(device)
+            self.tensors[key] = t
+        return self.tensors[key]

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from autograder.engine import protocol
+from autograder.engine import membound, protocol
 
 if TYPE_CHECKING:  # torch is the judge process's, never the grader's: imported there
     from attnlab.grading import Outcome
@@ -62,8 +62,11 @@ def _cpu_seconds(pid: int) -> float:
 class JudgeClient:
     """The grader's handle on the judge process: trials per seed, verdicts per notebook, with a budget."""
 
-    def __init__(self, wall_factor: float = 10.0) -> None:
+    def __init__(self, wall_factor: float = 10.0, memory_bytes: int | None = None) -> None:
         self.wall_factor = wall_factor
+        self.memory_bytes = memory_bytes  # the judge process's memory bound (None: none)
+        self.cgroup: str | None = None  # the run's cgroup, where the bound is a cgroup of the judge's own
+        self.bound: membound.MemoryBound | None = None
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.reader: protocol.FrameReader | None = None
@@ -79,7 +82,10 @@ class JudgeClient:
         ours, theirs = socket.socketpair()
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONPATH")}
         env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.judging", str(theirs.fileno())],
+        if self.memory_bytes:
+            self.bound = membound.memory_bound(self.memory_bytes, "judge", parent=self.cgroup, find=False)
+        words = self.bound.argv() if self.bound is not None else []
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.judging", str(theirs.fileno()), *words],
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, close_fds=True)
         theirs.close()
         ours.setblocking(False)
@@ -93,6 +99,12 @@ class JudgeClient:
         self.proc.kill()
         self.proc.wait()
         self.proc = self.sock = self.reader = None
+        self._release()
+
+    def _release(self) -> None:
+        if self.bound is not None:
+            self.bound.release()
+            self.bound = None
 
     def _kill(self) -> None:
         """Stop the judge process and start a fresh one, ready before the next notebook's budget starts."""
@@ -102,6 +114,7 @@ class JudgeClient:
             self.sock.close()
             self.proc = self.sock = self.reader = None
             self.restarts += 1
+        self._release()
         self.known([])
 
     def _ask(self, header: dict, blobs: list[bytes] = ()) -> None:
@@ -190,10 +203,12 @@ class JudgeClient:
                 out[todo[got]] = Verdict(bool(msg.header["passed"]), str(msg.header["message"]))
                 got += 1
             if self.reader.eof or self.reader.error:
+                why = "its judge process stopped"
+                if self.bound is not None and self.bound.oom_killed():
+                    why = f"judging it needed more than {self.bound.limit_bytes >> 20} MiB"
                 self._kill()
                 for i in todo[got:]:
-                    out[i] = Verdict(False, "the grader could not judge this result (its judge process stopped)",
-                                     final=False)
+                    out[i] = Verdict(False, f"the grader could not judge this result ({why})", final=False)
                 return
 
 
@@ -215,8 +230,10 @@ def decode_outcome(blob: bytes) -> Outcome:
     return Outcome(value=d["value"], error=d["error"])
 
 
-def serve(fd: int) -> None:
-    """Answer the grader's requests until it hangs up."""
+def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
+    """Answer the grader's requests until it hangs up (under `bound` first, if any)."""
+    if bound is not None:
+        bound.enter()
     import torch
 
     from attnlab import wire
@@ -283,4 +300,4 @@ def serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), membound.MemoryBound.from_argv(sys.argv[2:]))

@@ -33,6 +33,7 @@ class Limits:
     reports_per_cell: int = 64  # hidden-check reports one cell may send
     max_outcomes: int = 1000  # results in one report (one per trial)
     judge_seconds: float = 60.0  # CPU time the grader may spend judging one notebook's results
+    judge_memory_mb: int = 2048  # memory of the judge process (its cgroup's memory.max, else RLIMIT_DATA)
     files_bytes: int = 64 << 20  # the submission's other files copied into the sandbox
     max_restarts: int = 8  # crashed processes replaced per notebook before the rest is not run
     threads: int = 0  # torch threads in the notebook (0: cores / workers)

@@ -40,7 +40,7 @@ class Engine:
         self.workers = max(1, workers)
         self.scheduler = scheduler  # None: local workers; else a Dask Client or scheduler address
         self.threads = self.limits.threads or max(1, (os.cpu_count() or 1) // self.workers)
-        self.judge = JudgeClient(self.limits.wall_factor)
+        self.judge = JudgeClient(self.limits.wall_factor, self.limits.judge_memory_mb << 20)
         self.preparer = Preparer(self.limits, self.seed, self.judge, self.threads)
         self.recorder = Recorder()
         self.stats = self.recorder.stats
@@ -58,6 +58,9 @@ class Engine:
         self.graded = self.failed = 0
         self.queue = CostlyFirst(todo)
         self.bar = _progress(len(todo), progress)
+        self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
+            cgroups.Parent(None, "no cgroup (no sandbox)")
+        self.judge.cgroup = self.cgroup.path  # the judge's memory bound: a cgroup of its own there, else RLIMIT_DATA
         self.judge.start()  # the judge imports the checks, and the workers start their sandboxes,
         pool, ready = None, False  # while the gradebook is read
         try:
@@ -103,8 +106,6 @@ class Engine:
     def _spawn_pool(self, n: int):
         """Start the workers (they warm up in parallel; `_ready` waits for them)."""
         self.pool_started = time.perf_counter()
-        self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
-            cgroups.Parent(None, "no cgroup (no sandbox)")
         try:
             if self.scheduler is None:
                 return Pool(max(1, n), self.init_message())
