@@ -1,0 +1,164 @@
+"""How often Chapter 4's trained check (`ch4.blank_lm`) fails a reasonable head, and that it fails wrong ones.
+
+Each draw is what the grader does for one notebook: the secret draw of `autograder.checks.ch4.blank_lm_trials`
+(training sentences, held-out blanks, renaming) from seed `d`, the chapter's own trainer (`fit_blank_lm`, read
+from the locked cells of chapters/ch4_blank_lm.py, run on the CPU) with the head, then the judge's
+`verify_lm`. Prints, per head, the gap's quantiles (nats above the Bayes optimum) and how many draws fail
+the check; "retry" counts the pairs of draws (d, d+1) that both fail, which is how often a check that draws
+again once after a failure would fail.
+
+    python benchmarks/ch4_false_fail.py --draws 300 --processes 16
+    python benchmarks/ch4_false_fail.py --draws 3 --heads reference,mlp --processes 1
+
+Heads: `reference` (solutions.ch4.BlankHead, the seed's two matrices), `linear_bias` (one linear map of the
+two states into word-vector space, with a bias: scores E h + a bias through the vectors), `mlp` (a two-layer
+MLP of the two states into word-vector space), and `wrong` (every head of solutions/mistakes/ch4.py that must
+lose test_blank_lm). Needs torch and this repository only (no nbgrader, no notebook).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+CHAPTER = ROOT / "chapters" / "ch4_blank_lm.py"
+TRAINER_CELLS = ("blank_lm_model", "fit_blank_lm")  # the locked cells the grader runs
+
+
+class LinearBiasHead(nn.Module):
+    """scores[n, w] = E[w] . (A [z_fwd; z_bwd] + c) + E[w] . b: one linear map with a bias."""
+
+    def __init__(self, J: int, U: int) -> None:
+        super().__init__()
+        self.A = nn.Linear(2 * J, U)
+        self.b = nn.Parameter(torch.zeros(U))
+
+    def forward(self, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+        h = self.A(torch.cat([z_fwd_prev, z_bwd_next], dim=-1))
+        return torch.log_softmax(h @ E.T + E @ self.b, dim=-1)
+
+
+class MLPHead(nn.Module):
+    """scores[n, w] = E[w] . W2 tanh(W1 [z_fwd; z_bwd] + b1) + b2: a two-layer MLP into word-vector space."""
+
+    def __init__(self, J: int, U: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2 * J, hidden), nn.Tanh(), nn.Linear(hidden, U))
+
+    def forward(self, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(self.net(torch.cat([z_fwd_prev, z_bwd_next], dim=-1)) @ E.T, dim=-1)
+
+
+def heads(names: list[str]) -> dict[str, type[nn.Module]]:
+    """Head classes by name (`wrong` expands to every mistake that must lose test_blank_lm)."""
+    from solutions import ch4
+    from solutions.mistakes.ch4 import WRONG
+
+    out: dict[str, type[nn.Module]] = {}
+    for name in names:
+        if name == "reference":
+            out[name] = ch4.BlankHead
+        elif name == "linear_bias":
+            out[name] = LinearBiasHead
+        elif name == "mlp":
+            out[name] = MLPHead
+        elif name == "wrong":
+            for k, wrong in enumerate(w for w in WRONG if "test_blank_lm" in w.loses):
+                ns = {"torch": torch, "nn": nn, "math": math}
+                exec(textwrap.dedent(wrong.source), ns)
+                out[f"wrong{k}: {wrong.why[:40]}"] = ns["BlankHead"]
+        else:
+            raise SystemExit(f"unknown head {name!r} (reference, linear_bias, mlp, wrong)")
+    return out
+
+
+def trainer(head: type[nn.Module]):
+    """The chapter's `fit_blank_lm`, its locked cells run in a namespace whose BlankHead is `head`."""
+    from attnlab.data import grammar
+    from attnlab.data.grammar import BOS, EOS, GRAMMAR, MASK, PAD
+
+    cells = re.split(r"^# %%", CHAPTER.read_text(), flags=re.M)
+    ns = {"torch": torch, "nn": nn, "F": torch.nn.functional, "math": math, "grammar": grammar, "GRAMMAR": GRAMMAR,
+          "BOS": BOS, "EOS": EOS, "MASK": MASK, "PAD": PAD, "device": torch.device("cpu"), "BlankHead": head}
+    for gid in TRAINER_CELLS:
+        found = [c for c in cells if f'"grade_id": "{gid}"' in c.split("\n", 1)[0]]
+        if len(found) != 1:
+            raise SystemExit(f"{CHAPTER}: no single cell with grade_id {gid!r}")
+        exec(compile(found[0].split("\n", 1)[1], f"{CHAPTER.name}:{gid}", "exec"), ns)
+    return ns["fit_blank_lm"]
+
+
+def one_draw(job: tuple[str, int]) -> tuple[str, int, float, bool, float]:
+    """(head, draw, gap, passed, seconds) for one secret draw, graded as the grader does."""
+    from autograder.checks import ch4 as checks
+
+    name, draw = job
+    torch.set_num_threads(1)
+    trial = checks.blank_lm_trials(torch.Generator().manual_seed(draw))[0]
+    fit = trainer(HEADS[name])
+    start = time.perf_counter()
+    out = fit(*trial[:-1])
+    seconds = time.perf_counter() - start
+    problem = checks.verify_lm([trial], [out])
+    if torch.isfinite(out).all():
+        cross, optimum = checks.held_out_gap(trial, out)
+        gap = cross - optimum
+    else:
+        gap = math.inf
+    return name, draw, gap, problem is None, seconds
+
+
+HEADS: dict[str, type[nn.Module]] = {}
+
+
+def _quantile(ordered: list[float], p: float) -> float:
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--draws", type=int, default=300, help="secret draws per head (seeds first-draw, ...)")
+    ap.add_argument("--first-draw", type=int, default=0)
+    ap.add_argument("--heads", default="reference,linear_bias,mlp,wrong")
+    ap.add_argument("--processes", type=int, default=1)
+    args = ap.parse_args()
+    HEADS.update(heads(args.heads.split(",")))
+    from autograder.checks import ch4 as checks
+
+    jobs = [(name, d) for d in range(args.first_draw, args.first_draw + args.draws) for name in HEADS]
+    print(f"{len(jobs)} trainings ({args.draws} draws x {len(HEADS)} heads), {args.processes} processes, "
+          f"torch {torch.__version__}, bound {checks.GAP} nats, {checks.STEPS} steps", flush=True)
+    start = time.perf_counter()
+    if args.processes > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(args.processes) as pool:
+            results = list(pool.imap_unordered(one_draw, jobs))
+    else:
+        results = [one_draw(job) for job in jobs]
+    print(f"wall {time.perf_counter() - start:.0f} s, "
+          f"training {statistics.median(r[4] for r in results):.1f} s per draw (median, one thread)\n")
+    print(f"{'head':<48} {'draws':>5} {'min':>6} {'q01':>6} {'median':>6} {'q99':>6} {'max':>6} {'fail':>5} {'retry':>5}")
+    for name in HEADS:
+        mine = sorted((r for r in results if r[0] == name), key=lambda r: r[1])
+        gaps = sorted(r[2] for r in mine)
+        failed = {r[1] for r in mine if not r[3]}
+        retry = sum(1 for d in failed if d + 1 in failed)
+        q01, q50, q99 = (_quantile(gaps, p) for p in (0.01, 0.5, 0.99))
+        print(f"{name:<48} {len(gaps):>5} {gaps[0]:>6.3f} {q01:>6.3f} {q50:>6.3f} {q99:>6.3f} "
+              f"{gaps[-1]:>6.3f} {len(failed):>5} {retry:>5}")
+
+
+if __name__ == "__main__":
+    main()
