@@ -1,28 +1,30 @@
 """Per-student feedback: one self-contained HTML page per graded notebook, without the hidden tests.
 
-The page leads with the score (raw, late penalty, final), the first real error of the
-notebook (a syntax error shows as a syntax error, not as the NameErrors it causes further
-down), and a table of the graded cells with scores, reasons and the instructor's comments;
-then the notebook, each graded cell followed by its score and reason.
+The page (templates/feedback.html.j2) leads with the score (raw, late penalty, final), the
+first real error of the notebook (a syntax error shows as a syntax error, not as the
+NameErrors it causes further down), named by its section and cell as a reader finds it in
+JupyterLab (which numbers no cells), what an untouched stub means when one is left, and a
+table of the graded cells with scores, reasons and the instructor's comments; then the
+notebook, each graded cell followed by its score and reason. Reasons are said in words
+(`plain_reason`): no internal exception name (the kit's `Explained`, the grader's
+`CellStopped`) reaches the page, only their message.
 
 Hidden tests never reach the page: their source regions are cut from every cell, and the
 names of the hidden checks are scrubbed from every output and reason (the student sees what
 went wrong, not how it was checked).
 
-Everything a student controls is shown as text, never interpreted: their markdown and
-prose answers literally (Markdown would swallow the asterisks of `L*T`), their code
-highlighted by Pygments, their outputs as escaped text or as PNG/JPEG data URIs whose
-base64 is checked. Only the course's own markdown (a cell whose text is one of the source
-notebook's markdown cells) is rendered as Markdown, with raw HTML off and math converted
-to MathML here (latex2mathml): the page has no script at all, loads nothing (a
-Content-Security-Policy forbids scripts and every resource but inline styles and data:
-images), and renders math offline in any current browser. Student text keeps no control
-characters (bidirectional overrides included), and every pattern run over it is linear.
+Everything a student controls is shown as text, never interpreted (`autograder.pages`):
+their markdown and prose answers literally (Markdown would swallow the asterisks of `L*T`),
+their code highlighted by Pygments, their outputs as escaped text or as PNG/JPEG data URIs
+whose base64 is checked. Only the course's own markdown (a cell whose text is one of the
+source notebook's markdown cells) is rendered as Markdown, with raw HTML off, math as
+MathML, and links only to other sites (a link to a book page has no target beside the page:
+its text stands alone). The page has no script and loads nothing; student text keeps no
+control characters (bidirectional overrides included), and every pattern run over it is linear.
 """
 from __future__ import annotations
 
 import base64
-import html
 import re
 from pathlib import Path
 
@@ -30,17 +32,14 @@ import nbformat
 
 from autograder.grades import CellGrade, Class
 from autograder.gradinglog import NotebookLog
-from autograder.tables import printable
+from autograder.pages import ANSI, highlight, markdown, render
 from coursenb import cells as nbcells
 from coursenb.cells import drop_hidden_lines, strip_hidden_tests
 
 # A " [check name, seed N]" suffix (no leading \s*: that would make the pattern quadratic on a run of spaces).
 CHECK_SUFFIX = re.compile(r" ?\[check [\w.]+(?:, seed \d+)?\]")
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+")
 MAX_IMAGE = 8 << 20  # characters of base64 per image
-CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
-       "frame-ancestors 'none'")
 
 
 def hidden_check_names() -> list[str]:
@@ -83,58 +82,29 @@ def _text(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-# ----------------------------------------------------------------------------- text and markdown
+# ----------------------------------------------------------------------------- what the page says
+
+INTERNAL = ("Explained", "CellStopped")  # exception types of the kit and the grader: their message is the news
+STUB_NOTE = ("An answer cell that still holds the release's stub (`raise NotImplementedError()`) has not been "
+             "answered: every test that uses it scores 0 until you write your answer in its place.")
+_RAISED = re.compile(r"^(the cell )?raised (\w+): ?")
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 
-def esc(text: object) -> str:
-    """Student-controlled text as HTML text: ANSI codes dropped, control characters shown escaped."""
-    return html.escape(printable(ANSI.sub("", str(text)), newlines=True), quote=True)
-
-
-def _markdown():
-    """Markdown for the course's own cells: CommonMark + tables + $math$, raw HTML off, math as MathML,
-    images only from data: URIs."""
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.dollarmath import dollarmath_plugin
-
-    md = MarkdownIt("commonmark", {"html": False}).use(dollarmath_plugin).enable("table")
-
-    def math(display: str):
-        def rule(renderer, tokens, idx, options, env) -> str:
-            return mathml(tokens[idx].content, display)
-        return rule
-
-    def image(renderer, tokens, idx, options, env) -> str:
-        src = tokens[idx].attrGet("src") or ""
-        alt = html.escape(tokens[idx].content or "image")
-        return f'<img src="{html.escape(src)}" alt="{alt}">' if src.startswith("data:image/") else f"[{alt}]"
-
-    md.add_render_rule("math_inline", math("inline"))
-    md.add_render_rule("math_block", math("block"))
-    md.add_render_rule("image", image)
-    return md
-
-
-def mathml(tex: str, display: str = "inline") -> str:
-    """TeX as MathML (no script, no font download); the TeX itself, escaped, if it cannot be converted."""
-    from latex2mathml.converter import convert
-
-    try:
-        return convert(tex, display=display).replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)
-    except Exception:  # noqa: BLE001 - latex2mathml raises many kinds on TeX it does not know
-        return f'<code class="tex">{html.escape(tex)}</code>'
-
-
-def _highlight(code: str) -> str:
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
-
-    return highlight(printable(code, newlines=True), PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True,
-                                                                                  style="default"))
-
-
-# ----------------------------------------------------------------------------- the page
+def plain_reason(reason: str) -> str:
+    """A grading reason as a student reads it: no internal exception names; an untouched stub and a failed
+    assert said in words."""
+    m = _RAISED.match(reason)
+    if not m:
+        return reason
+    kind, rest = m[2], reason[m.end():].strip()
+    if kind in INTERNAL:
+        return f"a test failed: {rest}" if rest else "a test failed"
+    if kind == "NotImplementedError":
+        return "not answered yet: the answer cell still holds the release's stub (it raises NotImplementedError)"
+    if kind == "AssertionError":
+        return f"an assert in the cell failed: {rest}" if rest else "an assert in the cell failed (it gives no message)"
+    return f"the cell raised {kind}: {rest}" if m[1] else f"raised {kind}: {rest}"
 
 
 def first_error(nb: nbformat.NotebookNode, log: NotebookLog | None) -> tuple[int, str] | None:
@@ -150,14 +120,34 @@ def first_error(nb: nbformat.NotebookNode, log: NotebookLog | None) -> tuple[int
     return None
 
 
-def _cell_label(nb: nbformat.NotebookNode, index: int) -> str:
-    """'cell 7 (your answer cell self_attention)' for a notebook cell index."""
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def section_of(nb: nbformat.NotebookNode, index: int) -> str | None:
+    """The title of the section cell `index` is in: the last markdown heading above it."""
+    for cell in reversed(nb.cells[:max(0, min(index, len(nb.cells)))]):
+        if cell.get("cell_type") == "markdown":
+            titles = _HEADING.findall(_text(cell.get("source", "")))
+            if titles:
+                return titles[-1].strip()
+    return None
+
+
+def cell_label(nb: nbformat.NotebookNode, index: int) -> str:
+    """Where a cell is, as a reader finds it in JupyterLab (which numbers no cells): 'your answer cell
+    self_attention in section 1.2 Multi-head attention', 'the code cell `plot(...)` in section 1.5 ...'."""
     if not 0 <= index < len(nb.cells):
-        return f"cell {index + 1}"
+        return "a cell that is no longer in the notebook"
     cell = nb.cells[index]
     gid = nbcells.grade_id(cell)
-    kind = "your answer cell" if nbcells.is_solution(cell) else "test cell" if nbcells.is_test(cell) else "cell"
-    return f"cell {index + 1}" + (f" ({kind} {gid})" if gid else "")
+    if gid:
+        what = f"your answer cell {gid}" if nbcells.is_solution(cell) else \
+            f"the test cell {gid}" if nbcells.is_test(cell) else f"the cell {gid}"
+    else:
+        first = next((ln.strip() for ln in _text(cell.get("source", "")).splitlines() if ln.strip()), "")
+        what = f"the {cell.get('cell_type', 'code')} cell starting `{first[:60]}`" if first else "an empty cell"
+    section = section_of(nb, index)
+    return what + (f" in section {section}" if section else "")
 
 
 def _syntax_line(nb: nbformat.NotebookNode, index: int) -> str:
@@ -173,89 +163,89 @@ def _syntax_line(nb: nbformat.NotebookNode, index: int) -> str:
     return ""
 
 
+def _is_stub(cell) -> bool:
+    return nbcells.is_solution(cell) and "raise NotImplementedError()" in _text(cell.get("source", ""))
+
+
 def page(nb: nbformat.NotebookNode, student: str, assignment: str, notebook: str,
          grades: list[CellGrade], log: NotebookLog | None, names: list[str], course_markdown: set[str],
          raw: float, penalty: float, lateness: str | None) -> str:
-    """The feedback page of one notebook (already scrubbed of hidden tests)."""
-    md = _markdown()
+    """The feedback page of one notebook (already scrubbed of hidden tests), from templates/feedback.html.j2."""
     by_id = {g.grade_id: g for g in grades}
-    reasons = {c.grade_id: scrub(c.reason, names) for c in (log.cells if log else ())}
-    max_total = sum(g.max_score for g in grades)
+    reasons = {c.grade_id: plain_reason(scrub(c.reason, names)) for c in (log.cells if log else ())}
     first = first_error(nb, log)
     first_index = first[0] if first else None
-    parts = [f"<h1>Feedback for {esc(student)}: {esc(notebook)}</h1>"]
-    score_line = f"<b>{_fmt(raw - penalty)} / {_fmt(max_total)}</b>"
-    if penalty:
-        score_line += f" &nbsp;(cells {_fmt(raw)}, late penalty &minus;{_fmt(penalty)})"
-    if any(g.score is None for g in grades):
-        score_line += " &nbsp;<i>some answers are still to be graded by your instructor</i>"
-    parts.append(f'<div class="banner"><div>Score: {score_line}</div>'
-                 + (f"<div>Submitted {esc(lateness)}</div>" if lateness else "") + "</div>")
-    if log is not None and log.error:
-        parts.append(f'<div class="problem"><b>The notebook could not be graded normally:</b> '
-                     f"{esc(scrub(log.error, names))}</div>")
+    stubs = [k for k, c in enumerate(nb.cells) if _is_stub(c)]
+    lead = None
     if first is not None:
         index, what = first
-        detail = _syntax_line(nb, index)
-        parts.append('<div class="problem"><b>The first error in your notebook</b> is in '
-                     f"{esc(_cell_label(nb, index))}: {esc(scrub(what, names))}"
-                     + (f"<pre>{esc(scrub(detail, names))}</pre>" if detail else "")
-                     + "<div>Errors further down may be caused by this one: fix it first.</div></div>")
-    rows = []
-    for g in grades:
-        why = reasons.get(g.grade_id, "") if not g.manual else "graded by your instructor"
-        if first_index is not None and "NameError" in why and _position(nb, g.grade_id) > first_index:
-            why += f" (probably because of the first error, in cell {first_index + 1})"
-        comment = f"<div class='comment'>{esc(g.comment)}</div>" if g.comment else ""
-        rows.append(f"<tr><td><code>{esc(g.grade_id)}</code></td><td class='num'>{_fmt(g.score)} / {_fmt(g.max_score)}"
-                    f"</td><td>{esc(why)}{comment}</td></tr>")
-    parts.append("<table><thead><tr><th>graded cell</th><th>score</th><th>why</th></tr></thead><tbody>"
-                 + "".join(rows) + "</tbody></table><hr>")
+        lead = {"label": cell_label(nb, index), "anchor": f"cell-{index + 1}", "what": plain_reason(scrub(what, names)),
+                "detail": scrub(_syntax_line(nb, index), names)}
+
+    def why(g: CellGrade) -> str:
+        if g.manual:
+            return "graded by your instructor"
+        text = reasons.get(g.grade_id, "")
+        undefined = _UNDEFINED.search(text)
+        if undefined and stubs and not any(undefined[1] in _text(nb.cells[k].source) for k in range(len(nb.cells))
+                                           if nbcells.is_solution(nb.cells[k]) and k not in stubs):
+            text = f"{undefined[1]} is not defined: its answer cell still holds the release's stub"
+        elif first_index is not None and "NameError" in text and _position(nb, g.grade_id) > first_index:
+            text += f" (probably because of the first error, in {cell_label(nb, first_index)})"
+        return text
+
+    rows = [{"gid": g.grade_id, "score": g.score, "max": g.max_score, "why": why(g), "comment": g.comment,
+             "anchor": f"cell-{_position(nb, g.grade_id) + 1}" if _position(nb, g.grade_id) >= 0 else None}
+            for g in grades]
+    row_of = {r["gid"]: r for r in rows}
+    shown = []
     for k, cell in enumerate(nb.cells):
-        parts.append(_cell_html(cell, k, md, course_markdown, k == first_index))
+        item = _cell_view(cell, k, course_markdown, names)
+        item["first_error"] = k == first_index
         gid = nbcells.grade_id(cell)
         if gid in by_id and nbcells.is_graded(cell):
             g = by_id[gid]
-            mark = "full marks" if g.score is not None and g.score >= g.max_score else \
-                "not scored yet" if g.score is None else "lost points"
-            why = "graded by your instructor" if g.manual else reasons.get(gid, "")
-            comment = f"<div class='comment'>Comment: {esc(g.comment)}</div>" if g.comment else ""
-            parts.append(f'<div class="grade {mark.replace(" ", "-")}"><b>{esc(gid)}: {_fmt(g.score)} / '
-                         f"{_fmt(g.max_score)}</b> ({mark}){': ' + esc(why) if why else ''}{comment}</div>")
-    title = f"Feedback: {student}, {notebook}"
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            f'<meta name="referrer" content="no-referrer"><title>{esc(title)}</title><style>{STYLE}</style></head>'
-            f"<body><main>{''.join(parts)}</main></body></html>\n")
+            item["grade"] = {"gid": gid, "score": g.score, "max": g.max_score, "why": row_of[gid]["why"],
+                             "comment": g.comment,
+                             "mark": "full marks" if g.score is not None and g.score >= g.max_score else
+                             "not scored yet" if g.score is None else "lost points"}
+        shown.append(item)
+    return render("feedback.html.j2", title=f"Feedback: {student}, {notebook}", student=student, notebook=notebook,
+                  final=raw - penalty, raw=raw, penalty=penalty, max_total=sum(g.max_score for g in grades),
+                  pending=any(g.score is None for g in grades), lateness=lateness,
+                  error=scrub(log.error, names) if log is not None and log.error else None,
+                  lead=lead, stub_note=STUB_NOTE if stubs else None, rows=rows, cells=shown)
 
 
 def _position(nb: nbformat.NotebookNode, gid: str) -> int:
     return next((k for k, c in enumerate(nb.cells) if nbcells.grade_id(c) == gid), -1)
 
 
-def _cell_html(cell, index: int, md, course_markdown: set[str], is_first_error: bool) -> str:
+def _cell_view(cell, index: int, course_markdown: set[str], names: list[str]) -> dict:
+    """What the template shows of one cell: the course's markdown rendered, a student's text as written, code
+    highlighted with its outputs."""
     source = _text(cell.get("source", ""))
-    anchor = f' id="cell-{index + 1}"' + (' class="cell first-error"' if is_first_error else ' class="cell"')
+    view = {"anchor": f"cell-{index + 1}", "grade": None}
     if cell.get("cell_type") == "markdown" and _norm(source) in course_markdown:
-        return f"<section{anchor}>{md.render(source)}</section>"
+        return {**view, "kind": "course", "html": markdown(source)}
     if cell.get("cell_type") != "code":
         label = "your answer, as written" if nbcells.is_solution(cell) else "your text, as written"
-        return f'<section{anchor}><div class="label">{label}</div><pre class="student">{esc(source)}</pre></section>'
-    outputs = "".join(_output_html(o) for o in cell.get("outputs", []))
+        return {**view, "kind": "text", "label": label, "text": source}
     count = cell.get("execution_count")
-    prompt = f"[{count}]" if isinstance(count, int) else "[ ]"
-    return (f'<section{anchor}><div class="label">{prompt} cell {index + 1}</div>'
-            f'<pre class="code">{_highlight(source)}</pre>{outputs}</section>')
+    return {**view, "kind": "code", "prompt": f"[{count}]" if isinstance(count, int) else "[ ]",
+            "code": highlight(source), "outputs": [o for o in map(_output_view, cell.get("outputs", [])) if o]}
 
 
-def _output_html(out) -> str:
+def _output_view(out) -> dict | None:
     kind = out.get("output_type")
     if kind == "stream":
-        cls = "stderr" if out.get("name") == "stderr" else "stdout"
-        return f'<pre class="out {cls}">{esc(_text(out.get("text", "")))}</pre>'
+        return {"kind": "text", "cls": "stderr" if out.get("name") == "stderr" else "stdout",
+                "text": _text(out.get("text", ""))}
     if kind == "error":
+        if out.get("ename") in INTERNAL:  # the kit's and the grader's own failures: their message is the news
+            return {"kind": "text", "cls": "error", "text": str(out.get("evalue") or "")}
         tb = "\n".join(str(t) for t in out.get("traceback") or []) or f"{out.get('ename')}: {out.get('evalue')}"
-        return f'<pre class="out error">{esc(tb)}</pre>'
+        return {"kind": "text", "cls": "error", "text": tb}
     if kind in ("execute_result", "display_data"):
         data = out.get("data", {})
         for mime in ("image/png", "image/jpeg"):
@@ -263,10 +253,10 @@ def _output_html(out) -> str:
             if isinstance(value, list):
                 value = "".join(value)
             if isinstance(value, str) and len(value) <= MAX_IMAGE and BASE64.fullmatch(value) and _is_image(value, mime):
-                return f'<img class="out" alt="a plot" src="data:{mime};base64,{"".join(value.split())}">'
+                return {"kind": "image", "src": f"data:{mime};base64,{''.join(value.split())}"}
         if "text/plain" in data:
-            return f'<pre class="out">{esc(_text(data["text/plain"]))}</pre>'
-    return ""
+            return {"kind": "text", "cls": "", "text": _text(data["text/plain"])}
+    return None
 
 
 def _is_image(b64: str, mime: str) -> bool:
@@ -280,27 +270,6 @@ def _is_image(b64: str, mime: str) -> bool:
 
 def _norm(source: str) -> str:
     return "\n".join(line.rstrip() for line in source.strip().splitlines())
-
-
-def _fmt(x: float | None) -> str:
-    return "–" if x is None else f"{x:g}"
-
-
-STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#fafafa;color:#222}
-main{max-width:60rem;margin:0 auto;padding:1rem 2rem;background:#fff}
-h1{font-size:1.5rem}.banner{background:#eef4ff;border-left:6px solid #2a5bd7;padding:.6rem 1rem;margin:1rem 0}
-.problem{background:#fff4e5;border-left:6px solid #d97706;padding:.6rem 1rem;margin:1rem 0}
-table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;vertical-align:top}
-td.num{text-align:right;white-space:nowrap}.comment{color:#135;margin-top:.3rem;white-space:pre-wrap}
-section.cell{margin:1rem 0}.label{font-size:.8rem;color:#666}
-pre{white-space:pre-wrap;word-wrap:break-word;margin:.2rem 0;padding:.5rem;font-size:.85rem;line-height:1.45}
-pre.code{background:#f6f8fa;border:1px solid #e1e4e8}pre.student{background:#fffdf0;border:1px dashed #bba}
-pre.out{background:#fff;border-left:3px solid #ddd}pre.stderr{background:#fff5f5}
-pre.error{background:#fff0f0;border-left:3px solid #c00}.first-error{outline:3px solid #d97706}
-.grade{margin:.3rem 0 1.2rem;padding:.4rem .8rem;border-radius:4px}.full-marks{background:#e8f7ec}
-.lost-points{background:#fdecea}.not-scored-yet{background:#f0f0f0}img.out{max-width:100%}
-"""
 
 
 # ----------------------------------------------------------------------------- writing pages

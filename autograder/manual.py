@@ -1,20 +1,22 @@
 """Manual grading: answers the instructor scores by hand (nbgrader "manual" cells: grade and solution).
 
-`export` writes, for every manually graded cell of the course, an HTML page with the
-question and every student's answer (shown literally, on a page with no script and nothing
-remote), and one CSV to fill in (`score`, `comment`; existing scores and comments come
-pre-filled, an unanswered cell comes with 0 and "No response.", as nbgrader scores it).
-`import_scores` reads the CSV back into nbgrader's gradebook (`Grade.manual_score`,
-`Comment.manual_comment`), where nbgrader's formgrader sees and edits the same values. An
-import is all or nothing: every row is checked first (known student and cell, a number
-between 0 and the cell's points, the answer unchanged since the export), and one bad row
-applies nothing and is named with its line.
+`export` writes, for every manually graded cell of the course, an HTML page
+(templates/manual.html.j2) with the question's own text (the markdown cells just before the
+answer cell), the model answer (the source's solution) and the rubric (the chapter's
+solutions-only rubric cell after it, where it has one), then every student's answer, their
+markdown rendered safely (raw HTML shown as text, no link, math as MathML) with the text as
+written beside it, on a page with no script and nothing remote; and one CSV to fill in
+(`score`, `comment`; existing scores and comments come pre-filled, an unanswered cell comes
+with 0 and "No response.", as nbgrader scores it). `import_scores` reads the CSV back into
+nbgrader's gradebook (`Grade.manual_score`, `Comment.manual_comment`), where nbgrader's
+formgrader sees and edits the same values. An import is all or nothing: every row is checked
+first (known student and cell, a number between 0 and the cell's points, the answer
+unchanged since the export), and one bad row applies nothing and is named with its line.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
-import html
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +42,10 @@ class Question:
     notebook: str
     grade_id: str
     points: float
-    prompt: str
+    prompt: str  # the question's own text: the markdown cells right before the answer cell
     stub: str  # what the release holds in the cell
+    answer: str = ""  # the model answer: the source's solution
+    rubric: str = ""  # the chapter's rubric for it (a solutions-only cell after the answer cell), if any
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ class Answer:
 
 
 def questions(course_dir: Path, assignment: str | None = None) -> list[Question]:
-    """Every manually graded cell of the course's source notebooks, in course order."""
+    """Every manually graded cell of the course's source notebooks, in course order, with its question's text,
+    model answer and rubric."""
     from autograder.grades import _order
 
     out = []
@@ -75,16 +80,49 @@ def questions(course_dir: Path, assignment: str | None = None) -> list[Question]
         stubs = {}
         if release.exists():
             stubs = {cells.grade_id(c): c.source for c in nbformat.read(release, as_version=4).cells if cells.grade_id(c)}
+        rubrics = _rubrics(a)
         prompt: list[str] = []
         for cell in nb.cells:
             if cells.is_manual(cell):
                 gid = cells.grade_id(cell)
-                out.append(Question(a, nb_path.stem, gid, cells.points(cell), "\n\n".join(prompt), stubs.get(gid, "")))
+                out.append(Question(a, nb_path.stem, gid, cells.points(cell), "\n\n".join(prompt), stubs.get(gid, ""),
+                                    model_answer(cell.source), rubrics.get(gid, "")))
                 prompt = []
-            elif cells.grade_id(cell) and cells.is_graded(cell):
+            elif cell.cell_type == "markdown" and not cells.is_graded(cell):
+                prompt.append(cell.source)
+            else:  # a code cell (a plot's caption above it is not the question) or another graded cell
                 prompt = []
-            elif cell.cell_type == "markdown":
-                prompt = (prompt + [cell.source])[-2:]
+    return out
+
+
+def model_answer(source: str) -> str:
+    """The solution an answer cell of the source holds: its solution region, or the whole cell (nbgrader's rule
+    for a markdown cell without markers)."""
+    lines = cells.solution_lines(source)
+    return "\n".join(lines).strip() if lines else source.strip()
+
+
+def _rubrics(assignment: str) -> dict[str, str]:
+    """grade_id -> the rubric the chapter gives right after that answer cell (its solutions-only cells whose first
+    line names a rubric), for a course made from the book's chapters."""
+    from coursenb.chapters import ChapterError, select
+
+    try:
+        nb = select([assignment])[0].read()
+    except (ChapterError, IndexError, OSError):
+        return {}
+    out: dict[str, str] = {}
+    for k, cell in enumerate(nb.cells):
+        if not cells.is_manual(cell):
+            continue
+        found = []
+        for after in nb.cells[k + 1:]:
+            if not cells.is_solutions_only(after):
+                break
+            if after.cell_type == "markdown" and "rubric" in after.source.split("\n", 1)[0].lower():
+                found.append(after.source)
+        if found:
+            out[cells.grade_id(cell)] = "\n\n".join(found)
     return out
 
 
@@ -129,29 +167,20 @@ def _answer_text(path: Path, grade_id: str) -> str | None:
 def export(course_dir: Path, out_dir: Path, assignment: str | None = None) -> tuple[Path, list[Path], int]:
     """Write out_dir/<assignment>_<grade_id>.html per question and out_dir/manual_grades.csv; returns
     (csv path, pages, rows)."""
-    from autograder.feedback import CSP, STYLE, _markdown, esc
+    from autograder.pages import markdown, render, safe_markdown
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     all_answers = answers(course_dir, assignment)
-    md = _markdown()
     pages = []
     for q in questions(course_dir, assignment):
         mine = [a for a in all_answers if a.question == q]
-        items = []
-        for a in mine:
-            given = "" if a.score is None else f" &nbsp;<b>score {a.score:g}</b>"
-            given += f" &nbsp;comment: {esc(a.comment)}" if a.comment else ""
-            body = f'<pre class="student">{esc(a.text)}</pre>' if a.responded else "<p><i>no response</i></p>"
-            items.append(f'<section class="cell" id="{html.escape(a.student)}"><h3>{esc(a.student)}{given}</h3>'
-                         f"{body}</section>")
-        title = f"{q.assignment} {q.grade_id}: {len(mine)} answer(s), {q.points:g} point(s)"
-        text = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
-                f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{esc(title)}</title>'
-                f"<style>{STYLE}</style></head><body><main><h1>{esc(title)}</h1>"
-                f'<div class="banner">{md.render(q.prompt) if q.prompt else "(no prompt found)"}</div>'
-                f"<p>Score each answer in <code>manual_grades.csv</code> (0 to {q.points:g}), then "
-                f"<code>autograder manual import manual_grades.csv</code>.</p>{''.join(items)}</main></body></html>\n")
+        items = [{"student": a.student, "score": a.score, "comment": a.comment, "responded": a.responded,
+                  "html": safe_markdown(a.text) if a.responded else None, "text": a.text} for a in mine]
+        text = render("manual.html.j2", title=f"{q.assignment} {q.grade_id}: {len(mine)} answer(s), {q.points:g} point(s)",
+                      question=q, prompt=markdown(q.prompt) if q.prompt.strip() else None,
+                      model=markdown(q.answer) if q.answer else None, rubric=markdown(q.rubric) if q.rubric else None,
+                      items=items)
         page = out_dir / f"{q.assignment}_{q.grade_id}.html"
         page.write_text(text, encoding="utf-8")
         pages.append(page)

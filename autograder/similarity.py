@@ -15,7 +15,6 @@ students' code side by side with the shared passages highlighted.
 from __future__ import annotations
 
 import difflib
-import html
 import io
 from dataclasses import dataclass
 from itertools import combinations
@@ -144,55 +143,28 @@ def compare(works: list[Work], release_code: str = "", common: float = 0.25) -> 
 # ----------------------------------------------------------------------------- the report
 
 
-def _highlighted(code: str, slices) -> str:
-    """`code` escaped, the shared passages in <mark>."""
+def _spans(slices) -> list[tuple[int, int]]:
+    """copydetect's [2, n] array of shared character ranges as (start, end) pairs."""
     import numpy as np
 
     slices = np.asarray(slices)
-    if slices.size == 0:
-        return html.escape(code)
-    out, at = [], 0
-    for start, end in sorted(zip(slices[0].tolist(), slices[1].tolist())):
-        start, end = max(int(start), at), int(end)
-        out.append(html.escape(code[at:start]))
-        if end > start:
-            out.append(f"<mark>{html.escape(code[start:end])}</mark>")
-        at = max(at, end)
-    out.append(html.escape(code[at:]))
-    return "".join(out)
+    return [] if slices.size == 0 else list(zip(slices[0].tolist(), slices[1].tolist()))
 
 
 def report(pairs_by_assignment: dict[str, list[Pair]], students_by_assignment: dict[str, int], path: Path,
            top: int = 20) -> Path:
-    """One HTML page: per assignment, the ranked pairs and each pair's code side by side."""
-    from autograder.feedback import CSP, STYLE, esc
+    """One HTML page (templates/similarity.html.j2): per assignment, the ranked pairs and each pair's code side
+    by side, the shared passages marked."""
+    from autograder.pages import marked, render
 
-    parts = ["<h1>Similar submissions</h1><p>Each student's own code (their lines of the solution cells; the "
-             "release's code and code shared by many students left out), compared pairwise with copydetect. "
-             "A high rank is a reason to look, not a finding.</p>"]
-    for assignment, pairs in pairs_by_assignment.items():
-        n = students_by_assignment.get(assignment, 0)
-        parts.append(f"<h2>{esc(assignment)}: {n} submission(s), {n * (n - 1) // 2} pair(s) compared</h2>")
-        if not pairs:
-            parts.append("<p>No pair shares uncommon code.</p>")
-            continue
-        rows = "".join(f"<tr><td class='num'>{k}</td><td><a href='#{esc(assignment)}-{k}'>{esc(p.a)} – {esc(p.b)}</a>"
-                       f"</td><td class='num'>{p.shared}</td><td class='num'>{p.similarity[0]:.0%}</td>"
-                       f"<td class='num'>{p.similarity[1]:.0%}</td></tr>" for k, p in enumerate(pairs[:top], start=1))
-        parts.append("<table><thead><tr><th>rank</th><th>pair</th><th>shared characters</th><th>of the first's code"
-                     f"</th><th>of the second's</th></tr></thead><tbody>{rows}</tbody></table>")
-        for k, p in enumerate(pairs[:top], start=1):
-            parts.append(f"<h3 id='{esc(assignment)}-{k}'>{k}. {esc(p.a)} and {esc(p.b)} ({p.score:.0%})</h3>"
-                         "<div style='display:flex;gap:1rem'>"
-                         f"<div style='flex:1;min-width:0'><b>{esc(p.a)}</b><pre class='code'>{_highlighted(p.codes[0], p.slices[0])}"
-                         f"</pre></div><div style='flex:1;min-width:0'><b>{esc(p.b)}</b><pre class='code'>"
-                         f"{_highlighted(p.codes[1], p.slices[1])}</pre></div></div>")
+    sections = [{"assignment": a, "n": students_by_assignment.get(a, 0),
+                 "pairs": [{"rank": k, "a": p.a, "b": p.b, "shared": p.shared, "score": p.score,
+                            "of": p.similarity, "codes": [marked(p.codes[i], _spans(p.slices[i])) for i in (0, 1)]}
+                           for k, p in enumerate(pairs[:top], start=1)]}
+                for a, pairs in pairs_by_assignment.items()]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv='
-                    f'"Content-Security-Policy" content="{CSP}"><title>Similar submissions</title><style>{STYLE}'
-                    "mark{background:#ffe08a}</style></head><body><main>" + "".join(parts) + "</main></body></html>\n",
-                    encoding="utf-8")
+    path.write_text(render("similarity.html.j2", title="Similar submissions", sections=sections), encoding="utf-8")
     return path
 
 

@@ -4,6 +4,7 @@ math renders offline. Fast: pages are built from notebooks made here, no grading
 from __future__ import annotations
 
 import base64
+import html
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -29,6 +30,14 @@ class Tags(HTMLParser):
 
     def handle_starttag(self, tag, attrs) -> None:
         self.tags.append((tag, dict(attrs)))
+
+
+def no_dead_link(parser: Tags) -> None:
+    """Every link of the page leads to a place on the page itself (the page travels alone, as a file)."""
+    ids = {attrs["id"] for _, attrs in parser.tags if attrs.get("id")}
+    for tag, attrs in parser.tags:
+        if tag == "a":
+            assert (attrs.get("href") or "").startswith("#") and attrs["href"][1:] in ids, attrs
 
 
 def solution(source: str, gid: str, cell_type: str = "code"):
@@ -73,7 +82,8 @@ def test_nothing_a_student_wrote_runs_loads_or_styles_the_page() -> None:
     text = build(hostile_notebook(), grades, log)
     parser = Tags()
     parser.feed(text)
-    assert "<script" not in text.lower() and "<iframe" not in text.lower() and "<a " not in text
+    assert "<script" not in text.lower() and "<iframe" not in text.lower()
+    no_dead_link(parser)
     assert "\x1b" not in text and "\u202e" not in text
     for tag, attrs in parser.tags:
         assert not any(a.startswith("on") or "javascript:" in (v or "") for a, v in attrs.items()), (tag, attrs)
@@ -87,7 +97,7 @@ def test_nothing_a_student_wrote_runs_loads_or_styles_the_page() -> None:
     assert 'http-equiv="Content-Security-Policy"' in text and "default-src 'none'" in text
     assert "L*T and L*(J+K) *not italic*" in text  # literal: no Markdown applied to student text
     assert "<em>" not in text
-    assert "&lt;div class=&quot;banner&quot;" in text  # the forged banner is shown as text
+    assert "&lt;div class=&#34;banner&#34;" in text  # the forged banner is shown as text
 
 
 def test_course_markdown_is_rendered_with_offline_math() -> None:
@@ -112,7 +122,7 @@ def test_a_syntax_error_leads_the_page() -> None:
     t1 = graded_cell("expect(self_attention)", "test_self_attention")
     t1.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'self_attention' is not defined",
                                          traceback=["NameError: name 'self_attention' is not defined"])]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("intro"), bad, t1])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## 1.2 Multi-head attention\n\nintro"), bad, t1])
     log = NotebookLog("eve", "ch1", "nb", None, None, "t",
                       (CellLog("test_self_attention", 0.0, 4.0, "the cell raised NameError: name 'self_attention' "
                                                                   "is not defined"),),
@@ -122,8 +132,9 @@ def test_a_syntax_error_leads_the_page() -> None:
     first = text.index("The first error in your notebook")
     assert first < text.index("NameError")
     lead = text[first:text.index("</div></div>", first)]
-    assert "cell 2 (your answer cell self_attention)" in lead and "SyntaxError" in lead and "return (M +" in lead
-    assert "probably because of the first error, in cell 2" in text
+    where = "your answer cell self_attention in section 1.2 Multi-head attention"  # JupyterLab numbers no cell
+    assert where in lead and "SyntaxError" in lead and "return (M +" in lead and "cell 2" not in lead
+    assert f"probably because of the first error, in {where}" in text
 
 
 def test_late_penalty_and_comments_are_on_the_page() -> None:
@@ -167,3 +178,46 @@ print(len(page))
 ])
 def test_scrub_removes_check_names(text, expected) -> None:
     assert feedback.scrub(text, ["ch1.self_attention"]) == expected
+
+
+def test_the_page_names_no_internal_exception_explains_a_stub_and_has_no_dead_link() -> None:
+    intro = "## 1.3 Layers\n\nThe book's letters (the [notation page](../front/notation.md) has the whole table)."
+    stub = solution("def transformer(M, layers):\n    # YOUR CODE HERE\n    raise NotImplementedError()", "transformer")
+    t1 = graded_cell("check_transformer(transformer)", "test_transformer")
+    t1.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="",
+                                         traceback=["NotImplementedError: "])]
+    t2 = graded_cell("check_layer(self_attention)", "test_self_attention")
+    t2.outputs = [nbformat.v4.new_output("error", ename="Explained", evalue="the scores are not scaled by 1/sqrt(K).",
+                                         traceback=["Explained: the scores are not scaled by 1/sqrt(K)."])]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(intro), stub, t1, t2])
+    log = NotebookLog("eve", "ch1", "nb", None, None, "t",
+                      (CellLog("test_transformer", 0.0, 2.0, "the cell raised NotImplementedError: "),
+                       CellLog("test_self_attention", 0.0, 2.0,
+                               "the cell raised Explained: the scores are not scaled by 1/sqrt(K).")),
+                      incidents=(Incident(2, "test_transformer", "error", "raised NotImplementedError: "),
+                                 Incident(3, "test_self_attention", "error", "raised Explained: the scores are not "
+                                                                             "scaled by 1/sqrt(K).")))
+    grades = [CellGrade("eve", "ch1", "nb", "test_transformer", 0.0, 2.0),
+              CellGrade("eve", "ch1", "nb", "test_self_attention", 0.0, 2.0)]
+    page = build(nb, grades, log, course_markdown=[intro])
+    text = html.unescape(page)
+    assert "Explained" not in text and "the scores are not scaled by 1/sqrt(K)." in text
+    assert "not answered yet" in text and feedback.STUB_NOTE in text
+    assert "notation page" in text and "notation.md" not in text  # no release carries the book's pages
+    parser = Tags()
+    parser.feed(page)
+    no_dead_link(parser)
+    assert "the test cell test_transformer in section 1.3 Layers" in text
+
+
+@pytest.mark.parametrize("reason, plain", [
+    ("the cell raised Explained: shape (4, 6), expected (4, 8).", "a test failed: shape (4, 6), expected (4, 8)."),
+    ("raised CellStopped: the cell ran longer than 60 s", "a test failed: the cell ran longer than 60 s"),
+    ("the cell raised AssertionError: ", "an assert in the cell failed (it gives no message)"),
+    ("the cell raised NotImplementedError: ", "not answered yet: the answer cell still holds the release's stub "
+                                              "(it raises NotImplementedError)"),
+    ("the cell raised ValueError: bad", "the cell raised ValueError: bad"),
+    ("passed", "passed"),
+])
+def test_plain_reasons(reason, plain) -> None:
+    assert feedback.plain_reason(reason) == plain

@@ -7,6 +7,7 @@ add_submission), so no notebook is executed here.
 from __future__ import annotations
 
 import csv
+import html
 import shutil
 import zipfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, course, example_class, gradinglog, manual, similarity
+from autograder import cli, course, example_class, gradinglog, manual, pages, similarity
 from autograder.gradinglog import CellLog, NotebookLog
 from coursenb.chapters import select
 
@@ -67,7 +68,22 @@ def rows_of(path: Path) -> list[dict]:
 def test_the_prose_question_is_a_manual_cell_of_the_release(collected) -> None:
     qs = manual.questions(collected)
     assert [(q.assignment, q.grade_id, q.points) for q in qs] == [("ch1", example_class.PROSE_ID, 2.0)]
-    assert "In your own words" in qs[0].prompt and "YOUR ANSWER HERE" in qs[0].stub
+    assert qs[0].prompt == example_class.PROSE_PROMPT and "YOUR ANSWER HERE" in qs[0].stub
+    assert qs[0].answer == example_class.PROSE_ANSWER
+
+
+def test_a_chapters_question_is_its_own_text_with_the_model_answer_and_rubric(tmp_path) -> None:
+    """Problem 3.8: the question is the markdown right before the answer cell (not the plot caption further up),
+    the model answer is the source's solution, the rubric the chapter's solutions-only rubric cell."""
+    chapter = select(["ch3"])[0]
+    path = tmp_path / "source" / "ch3" / f"{chapter.notebook}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(course.source_notebook(chapter), str(path))
+    (q,) = manual.questions(tmp_path)
+    assert q.grade_id == "merge_tradeoffs" and q.prompt.startswith("## 3.4") and "Problem 3.8" in q.prompt
+    assert "Your counts against" not in q.prompt
+    assert "*Parameters.*" in q.answer and "BEGIN SOLUTION" not in q.answer
+    assert q.rubric.startswith("**Rubric for Problem 3.8") and "Worked solution" not in q.rubric
 
 
 def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected, tmp_path) -> None:
@@ -87,6 +103,8 @@ def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected,
     page = (course_dir / "manual" / f"ch1_{example_class.PROSE_ID}.html").read_text()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; L*T" in page
     assert "L*(log T + log J) with a tree, so the *reductions*" in page and "In your own words" in page
+    assert "<em>reductions</em>" in page  # rendered, and shown as written beside it
+    assert "The question" in page and html.escape(example_class.PROSE_ANSWER.split(",")[0], quote=True) in page
     filled = tmp_path / "filled.csv"
     assert example_class.grade_prose(exported, filled) > 5
     assert cli.main(["manual", "import", str(filled), "--course", str(course_dir)]) == 0
@@ -174,7 +192,7 @@ def test_common_code_is_not_evidence() -> None:
     works = [similarity.Work(s, "ch1", shared + (own if s in ("p", "q") else "")) for s in "abcdefpq"]
     pairs = similarity.compare(works)
     assert (pairs[0].a, pairs[0].b) == ("p", "q") and len(pairs) == 1  # everyone shares `f`: only p-q remain
-    escaped = similarity._highlighted("a</pre><script>x</script>", [[0], [5]])
+    escaped = pages.marked("a</pre><script>x</script>", similarity._spans([[0], [5]]))
     assert "<script>" not in escaped and escaped.startswith("<mark>a&lt;/pr</mark>")
 
 
