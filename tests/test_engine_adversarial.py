@@ -82,10 +82,10 @@ def _expected(points: dict[str, float], lost) -> dict[str, float]:
     return {g: 0.0 if lost == "all" or g in lost else p for g, p in points.items()}
 
 
-def _evidence(course_dir: Path, student: str) -> str:
+def _evidence(course_dir: Path, student: str, chapter=CHAPTER) -> str:
     """Everything the student's feedback is made of: the log and the autograded notebook."""
-    folder = course_dir / "autograded" / student / CHAPTER.assignment
-    return (folder / "grading_log.json").read_text() + (folder / f"{CHAPTER.notebook}.ipynb").read_text()
+    folder = course_dir / "autograded" / student / chapter.assignment
+    return (folder / "grading_log.json").read_text() + (folder / f"{chapter.notebook}.ipynb").read_text()
 
 
 def test_honest_students_are_exact(batch) -> None:
@@ -135,3 +135,38 @@ def test_the_batch_reports_its_isolation(batch) -> None:
         assert not sandbox or sandbox["network"].startswith("none"), path
     log = json.loads((batch["dir"] / "autograded" / "honest_source" / "ch1" / "grading_log.json").read_text())
     assert log["notebooks"][CHAPTER.notebook]["score"] == sum(batch["points"].values())
+
+
+# ---------------------------------------------------------------- the equation judge (Chapter 3)
+
+EQUATIONS = select(["ch3"])[0]
+
+
+@pytest.fixture(scope="module")
+def equation_batch(tmp_path_factory) -> dict:
+    """Chapter 3 graded once: its honest source and release beside every equation attack, one judge."""
+    course_dir = nbs.make_course(tmp_path_factory.mktemp("adversarial_ch3"), [EQUATIONS.assignment])
+    src = nbs.source_nb(EQUATIONS, course_dir)
+    nbs.submit(course_dir, EQUATIONS, "honest_source", src)
+    nbs.submit(course_dir, EQUATIONS, "honest_release", nbs.release_nb(EQUATIONS, course_dir))
+    context = {"assignment": EQUATIONS.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
+    for attack in attacks_for(EQUATIONS.assignment):
+        nbs.submit(course_dir, EQUATIONS, attack.name, build(attack, src, context))
+    grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
+    manual = {c.metadata.nbgrader["grade_id"] for c in src.cells
+              if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
+    return {"dir": course_dir, "points": nbs.max_points(src), "manual": manual}
+
+
+def test_equation_attacks_get_the_right_score_beside_exact_honest_students(equation_batch) -> None:
+    course_dir, points = equation_batch["dir"], equation_batch["points"]
+    honest = nbs.scores(course_dir, EQUATIONS, "honest_source")
+    auto = set(points) - equation_batch["manual"]  # a question graded by hand waits for a person
+    assert auto and {g: honest[g] for g in auto} == {g: points[g] for g in auto}
+    release = nbs.scores(course_dir, EQUATIONS, "honest_release")
+    assert {g: release[g] for g in auto} == dict.fromkeys(auto, 0.0)
+    for attack in attacks_for(EQUATIONS.assignment):
+        got = nbs.scores(course_dir, EQUATIONS, attack.name)
+        assert got == {g: 0.0 if g in attack.lost else honest[g] for g in points}, f"{attack.name}: {attack.why}"
+        evidence = _evidence(course_dir, attack.name, EQUATIONS)
+        assert attack.feedback.lower() in evidence.lower(), f"{attack.name}: no {attack.feedback!r} in its feedback"
