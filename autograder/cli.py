@@ -120,6 +120,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     _print(describe_summary(done.summary))
     if args.force:
         _print_regrades(done.before, done.after, args)
+    if done.feedback:
+        _print(f"wrote again {len(done.feedback)} feedback page(s) this grading changed")
     _print()
     cmd_gradebook(args)
     if done.failed:
@@ -171,17 +173,12 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
     course = Course(args.course)
     cls = course.grades()
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
-    unplaced = course.unplaced()
-    why_missing = {}
-    for u in unplaced:
-        if u.student:
-            why_missing.setdefault(u.student, u.reason)
+    unplaced, notes = course.unplaced(), course.notes(cls)
     rows = []
     for student in sorted(cls.students):
         mine = [totals[student, a] for a in assignments]
-        cells = [_gradebook_cell(t) for t in mine]
-        note = why_missing.get(student, "") if any(t.status == "missing" for t in mine) else ""
-        rows.append([student, *cells, f"{sum(t.score for t in mine):g}", note])
+        rows.append([student, *[_gradebook_cell(t) for t in mine], f"{sum(t.score for t in mine):g}",
+                     notes.get(student, "")])
     headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}", "note"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
                                       "* = some cells not scored yet (manual grading), L = late)"))

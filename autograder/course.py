@@ -185,6 +185,7 @@ class Graded:
     before: dict = field(default_factory=dict)  # (student, assignment, notebook) -> NotebookLog
     after: list = field(default_factory=list)  # NotebookLog, every notebook of the course
     late: list = field(default_factory=list)  # late.apply's rows: (student, assignment, notebook, lateness, points)
+    feedback: list[Path] = field(default_factory=list)  # feedback pages this grading made out of date, written again
 
     @property
     def failed(self) -> int:
@@ -420,7 +421,21 @@ class Course:
         except EngineError as exc:
             raise CourseError(str(exc)) from None
         charged = late.apply(self.root)
-        return Graded(summary, before, gradinglog.read_all(self.root), charged)
+        after = gradinglog.read_all(self.root)
+        changed = {(lg.student, lg.assignment, lg.notebook) for lg in after
+                   if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}
+        return Graded(summary, before, after, charged, self._refresh_feedback(changed, after))
+
+    def _refresh_feedback(self, changed: set[tuple[str, str, str]], logs: list | None = None) -> list[Path]:
+        """Write again the existing feedback pages of `changed` (student, assignment, notebook): a page never
+        shows a grade the gradebook no longer holds. Pages not written yet stay for `feedback` to write."""
+        from autograder import feedback, grades
+
+        stale = {key for key in changed if feedback.page_path(self.root, *key).is_file()}
+        if not stale:
+            return []
+        cls = grades.load(self.root)
+        return feedback.generate(self.root, cls, logs if logs is not None else self.logs(), only=stale)
 
     # -- manual grading
 
@@ -443,7 +458,8 @@ class Course:
         return ManualExport(qs, path, pages, n)
 
     def manual_import(self, path: Path) -> list:
-        """The filled CSV's scores and comments into the gradebook (all or nothing), then the late policy."""
+        """The filled CSV's scores and comments into the gradebook (all or nothing), then the late policy; the
+        feedback pages they change are written again."""
         from autograder import late, manual
 
         self.require()
@@ -452,7 +468,24 @@ class Course:
         except manual.ManualError as exc:
             raise CourseError(str(exc)) from None
         late.apply(self.root)  # a penalty depends on the raw score
+        self._refresh_feedback({(r.answer.student, r.answer.question.assignment, r.answer.question.notebook)
+                                for r in rows})
         return rows
+
+    def notes(self, cls=None) -> dict[str, str]:
+        """student -> what the gradebook's note column says: why a notebook scored nothing because it could not
+        be read (the grader's reason), why a submission is missing (collect's reason)."""
+        notes: dict[str, list[str]] = {}
+        for lg in self.logs():
+            if lg.error:
+                notes.setdefault(lg.student, []).append(f"{lg.assignment}: {lg.error}")
+        cls = cls or self.grades()
+        totals = cls.assignment_totals()
+        for u in self.unplaced():
+            if u.student and u.student in cls.students and not notes.get(u.student) and any(
+                    t.status == "missing" for (s, _), t in totals.items() if s == u.student):
+                notes.setdefault(u.student, []).append(u.reason)
+        return {s: "; ".join(n) for s, n in notes.items()}
 
     # -- what the instructor sends and reads
 

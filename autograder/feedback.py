@@ -275,9 +275,15 @@ def _norm(source: str) -> str:
 # ----------------------------------------------------------------------------- writing pages
 
 
+def page_path(course_dir: Path, student: str, assignment: str, notebook: str) -> Path:
+    """Where the feedback page of one notebook is written."""
+    return Path(course_dir) / "feedback" / student / assignment / f"{notebook}.html"
+
+
 def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str | None = None,
-             assignment: str | None = None) -> list[Path]:
-    """Write course_dir/feedback/<student>/<assignment>/<notebook>.html for every graded notebook."""
+             assignment: str | None = None, only: set[tuple[str, str, str]] | None = None) -> list[Path]:
+    """Write course_dir/feedback/<student>/<assignment>/<notebook>.html for every graded notebook (`only`: just
+    these (student, assignment, notebook))."""
     course_dir = Path(course_dir)
     names = hidden_check_names()
     by_key = {(lg.student, lg.assignment, lg.notebook): lg for lg in logs}
@@ -288,7 +294,8 @@ def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str
     markdown_of: dict[tuple[str, str], set[str]] = {}
     written = []
     for (s, a, nb_name), cell_grades in sorted(grades.items()):
-        if (student and s != student) or (assignment and a != assignment):
+        if (student and s != student) or (assignment and a != assignment) or (only is not None
+                                                                              and (s, a, nb_name) not in only):
             continue
         if (a, nb_name) not in markdown_of:
             markdown_of[a, nb_name] = _course_markdown(course_dir, a, nb_name)
@@ -298,7 +305,7 @@ def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str
         nb = scrub_notebook(_notebook_for(course_dir, s, a, nb_name), names)
         text = page(nb, s, a, nb_name, cell_grades, by_key.get((s, a, nb_name)), names, markdown_of[a, nb_name],
                     total.raw_score if total else 0.0, total.penalty if total else 0.0, lateness)
-        dest = course_dir / "feedback" / s / a / f"{nb_name}.html"
+        dest = page_path(course_dir, s, a, nb_name)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
         written.append(dest)

@@ -587,6 +587,14 @@ def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -
     assert (course_dir / "autograded" / "ada" / "ch1" / f"{NB}.ipynb").exists()
     code, out, _ = run(capsys, "grade", "--quiet", "--course", course_dir)  # nothing left to grade
     assert code == 0
+    assert run(capsys, "feedback", "--course", course_dir)[0] == 0
+    page = course_dir / "feedback" / "edsger" / "ch1" / f"{NB}.html"
+    assert f"Score: <b>0 / {num(TOTAL)}</b>" in page.read_text()
+    # edsger resubmits a working notebook: the regrade writes his page again (it said 0 after a regrade to full)
+    shutil.copy(course_dir / "submitted" / "ada" / "ch1" / f"{NB}.ipynb", course_dir / "submitted" / "edsger" / "ch1")
+    code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
+    assert code == 0 and "graded 1 notebook(s)" in out and "wrote again 1 feedback page(s)" in out, out + err
+    assert f"Score: <b>{num(TOTAL)} / {num(TOTAL)}</b>" in page.read_text()
 
 
 # ----------------------------------------------------------------------------- python -m autograder

@@ -128,6 +128,9 @@ def test_engine_records_a_bad_file_beside_a_manual_cell(capsys, graded, tmp_path
         assert cli.main(["grade", "--student", "niklaus", "--quiet", "--course", str(course_dir)]) == 0
         log = gradinglog.read(course_dir / "autograded" / "niklaus" / "ch1", NB)
         assert log.score == 0 and "could not be read" in (log.error or "")
+        rows = [line for line in run(capsys, "gradebook", "--course", course_dir).split("\n\n")[0].splitlines()
+                if line.startswith("niklaus ")]
+        assert rows and "ch1: the submitted" in rows[0] and "could not be read" in rows[0]  # not a bare 0
     finally:
         shutil.rmtree(course_dir / "submitted" / "niklaus")
 
