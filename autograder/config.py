@@ -15,6 +15,16 @@ Besides nbgrader's own sections the file holds the course's policy block, which
     c.LatePolicy.grace_minutes = 15              # this late still counts as on time
 
 (nbgrader ignores sections of classes it does not have.)
+
+The file records no path: the course is wherever it lies. Every reader resolves the course
+directory from `--course` each time (`CourseConfig.root`, nbgrader's `CourseDirectory.root`)
+and the gradebook is the course's own `gradebook.db`, so a copied course never writes into
+the original and a moved one keeps working. A file that does record a location (courses
+made before this rule, or an instructor's edit) must agree with where the course is: a
+`CourseDirectory.root` elsewhere, or a SQLite `db_url` outside the course, is a ConfigError
+naming both places, raised before any command writes anything. A relative SQLite path is
+the course's (`sqlite:///gradebook.db`); a database server's URL is the instructor's own
+choice and is used as it is (copies of such a course share it).
 """
 from __future__ import annotations
 
@@ -61,24 +71,60 @@ class CourseConfig:
     timezone: dt.tzinfo = dt.UTC
     due: dict[str, dt.datetime] = field(default_factory=dict)  # assignment -> due date (aware, UTC)
     late: LatePolicy = LatePolicy()
+    collect_pattern: str | None = None  # nbgrader's c.FileNameCollectorPlugin.named_regexp: a layout of one's own
 
 
 def traitlets(course_dir: Path):  # -> traitlets.config.Config
-    """The whole configuration of the course directory, as nbgrader reads it."""
+    """The whole configuration of the course directory, as nbgrader reads it, with the course's root and
+    gradebook resolved from `course_dir` (ConfigError if the file records another place)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     course_dir = Path(course_dir).resolve()
     if not (course_dir / CONFIG_NAME).is_file():
         raise ConfigError(f"no course at {course_dir} (no {CONFIG_NAME}): run `autograder release` first")
-    return PyFileConfigLoader(CONFIG_NAME, path=str(course_dir)).load_config()
+    try:
+        c = PyFileConfigLoader(CONFIG_NAME, path=str(course_dir)).load_config()
+    except Exception as exc:  # noqa: BLE001 - the file is Python: any error in it is the instructor's to fix
+        raise ConfigError(f"{course_dir / CONFIG_NAME} cannot be read ({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+    c.CourseDirectory.db_url = gradebook_url(course_dir, c.get("CourseDirectory", {}))
+    c.CourseDirectory.root = str(course_dir)
+    return c
+
+
+def gradebook_url(course_dir: Path, section) -> str:
+    """The course's gradebook URL from its `c.CourseDirectory` section: the course's own gradebook.db unless
+    the file names another database; ConfigError for a recorded root or SQLite file outside the course."""
+    config_file = course_dir / CONFIG_NAME
+    fix = (f"the course was copied or moved: delete that line from {config_file} (a course needs no path: "
+           "it is wherever its folder is)")
+    root = section.get("root")
+    if root and Path(str(root)).expanduser().resolve() != course_dir:
+        raise ConfigError(f"{CONFIG_NAME} records the course at {root} (c.CourseDirectory.root) but it is at "
+                          f"{course_dir}; {fix}")
+    url = str(section.get("db_url") or "")
+    if not url:
+        return f"sqlite:///{(course_dir / 'gradebook.db').as_posix()}"
+    if not url.startswith("sqlite:"):
+        return url  # a database server: the instructor's choice
+    file = url.partition("sqlite:///")[2].partition("?")[0]
+    if not file:
+        raise ConfigError(f"c.CourseDirectory.db_url = {url!r} names no file: leave it out (the course's "
+                          "gradebook.db) or name a file in the course")
+    path = (course_dir / file).resolve()  # a relative path is the course's; an absolute one stays as it is
+    if not path.is_relative_to(course_dir):
+        raise ConfigError(f"{CONFIG_NAME} records the gradebook at {path} (c.CourseDirectory.db_url), outside the "
+                          f"course at {course_dir}; {fix}")
+    return f"sqlite:///{path.as_posix()}"
 
 
 def load(course_dir: Path) -> CourseConfig:
-    """The course's configuration (ConfigError if there is no course there or a policy value is wrong)."""
+    """The course's configuration (ConfigError if there is no course there, it records another place, or a
+    policy value is wrong)."""
     course_dir = Path(course_dir).resolve()
     c = traitlets(course_dir)
     cd = c.get("CourseDirectory", {})
-    db_url = cd.get("db_url") or f"sqlite:///{course_dir / 'gradebook.db'}"
+    db_url = cd.db_url
     ip = c.get("IgnorePattern", {})
     ignore = ip.get("pattern") if ip.get("enabled") and ip.get("pattern") else None
     timeout = c.get("Execute", {}).get("timeout") or c.get("ExecutePreprocessor", {}).get("timeout")
@@ -88,9 +134,10 @@ def load(course_dir: Path) -> CourseConfig:
     if not isinstance(due_raw, dict):
         raise ConfigError("c.Deadlines.due must be a dict such as {'ch1': '2025-01-31 23:00'}")
     due = {str(a): parse_time(str(when), tz, f"the due date of {a}") for a, when in due_raw.items()}
+    pattern = c.get("FileNameCollectorPlugin", {}).get("named_regexp") or None
     return CourseConfig(course_dir, str(db_url), str(cd.get("course_id") or "default_course"),
                         ignore, float(timeout) if isinstance(timeout, (int, float)) else None,
-                        tz, due, late_policy(late))
+                        tz, due, late_policy(late), str(pattern) if pattern else None)
 
 
 def late_policy(section) -> LatePolicy:

@@ -41,14 +41,14 @@ class CourseError(RuntimeError):
     """A clear, user-facing problem with the course directory."""
 
 
-def config_text(course_dir: Path, db_url: str | None = None, timeout: int = 120) -> str:
-    """The course's nbgrader_config.py."""
-    db = db_url or f"sqlite:///{(course_dir / 'gradebook.db').as_posix()}"
+def config_text(db_url: str | None = None, timeout: int = 120) -> str:
+    """The course's nbgrader_config.py. It records no path (autograder.config resolves the course from where
+    the file is); `db_url` names a database other than the course's own gradebook.db."""
     return "\n".join([
         "c = get_config()  # noqa: F821",
+        "# No paths: the course is this folder, wherever it is copied or moved (its gradebook is gradebook.db).",
         f"c.CourseDirectory.course_id = {COURSE_ID!r}",
-        f"c.CourseDirectory.root = {str(course_dir)!r}",
-        f"c.CourseDirectory.db_url = {db!r}",
+        *([f"c.CourseDirectory.db_url = {db_url!r}"] if db_url else []),
         f"c.ExecutePreprocessor.timeout = {timeout}",
         f"c.Execute.timeout = {timeout}",
         "c.IgnorePattern.enabled = True",
@@ -68,7 +68,7 @@ def init_course(course_dir: Path, names: Iterable[str] | None = None,
     """Write nbgrader_config.py and source/<chN>/<notebook>.ipynb for the chosen chapters."""
     course_dir = Path(course_dir).resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
-    (course_dir / "nbgrader_config.py").write_text(config_text(course_dir, db_url))
+    (course_dir / "nbgrader_config.py").write_text(config_text(db_url))
     chosen = chapters.select(names)
     for ch in chosen:
         nb = source_notebook(ch)

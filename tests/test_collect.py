@@ -37,7 +37,7 @@ def course_dir(tmp_path_factory) -> Path:
     for folder, nb in (("source", source), ("release", cells.release(source))):
         (root / folder / "ch1").mkdir(parents=True)
         nbformat.write(nb, root / folder / "ch1" / f"{NB}.ipynb")
-    (root / "nbgrader_config.py").write_text(course.config_text(root.resolve()))
+    (root / "nbgrader_config.py").write_text(course.config_text())
     return root
 
 

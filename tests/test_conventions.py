@@ -50,7 +50,7 @@ def _notebook() -> nbformat.NotebookNode:
 def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """grade_id -> the source nbgrader's own generate_assignment gives students."""
     course_dir = tmp_path_factory.mktemp("conventions")
-    (course_dir / "nbgrader_config.py").write_text(course.config_text(course_dir))
+    (course_dir / "nbgrader_config.py").write_text(course.config_text())
     dest = course_dir / "source" / "ch1" / "ch1_markers.ipynb"
     dest.parent.mkdir(parents=True)
     nbformat.write(_notebook(), str(dest))
