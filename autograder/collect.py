@@ -5,13 +5,27 @@ comes from where the LMS or the folder put it, never from anything the student w
 
 * nbgrader's layout, `.../<student>/<assignment>/<file>`, when `<assignment>` is one of the
   course's assignments;
-* an LMS download name. Canvas's "Download Submissions" zip names every file
+* the instructor's own layout: a pattern with nbgrader's named groups `student_id` and
+  `file_id` (and optionally `timestamp`), as nbgrader's `zip_collect` takes it
+  (`collect --pattern`, or `c.FileNameCollectorPlugin.named_regexp` in nbgrader_config.py),
+  matched from the start of the path inside the source, else of the file name;
+* an LMS download. Canvas's "Download Submissions" zip names every file
   `<sortablename>[_LATE]_<user id>_<attachment id>_<file name>` (lib/content_zipper.rb:
   the sortable name lower-cased with every non-word character removed; `anon_<id>` in
   place of the user id when grading is anonymous; a re-uploaded file of the same name
-  gets `-1`, `-2`, ... before its extension). The student id is the name part (the
-  LMS user id is kept in the gradebook for the Canvas export); `LATE` is the LMS's own
-  mark that the upload came after the due date.
+  gets `-1`, `-2`, ... before its extension); `LATE` is the LMS's own mark that the
+  upload came after the due date. Moodle's puts each student's files in a folder
+  `<Full Name>_<participant id>_assignsubmission_file_/` (or prefixes the file name with
+  it); its participant id is per assignment. Blackboard's names every file
+  `<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file name>` beside a receipt
+  `..._attempt_<time>.txt` (skipped), the attempt's time in the course's time zone.
+
+One person is one student: the Canvas user id is the identity. A user keeps the student id
+collect first gave them (kept in `collected.json`), whatever their name or the rest of a
+later zip; a new user gets their name part (Moodle's full name lower-cased without
+non-word characters; Blackboard's username), or `<name>_<user id>` when another user has
+that name already or in the same zip. Moodle's participant ids only tell namesakes in one
+zip apart.
 
 An upload that is itself a zip (a student zipped their notebook) is opened once: every
 file in it belongs to the upload's student, with the upload's time and late mark, whatever
@@ -26,6 +40,16 @@ reading at most the cap, whatever its header claims, so a zip bomb costs at most
 in time and one member's cap in memory; nothing is extracted to disk but the placed
 notebooks. Student ids must start with a letter or digit and hold only letters, digits and
 `_ . @ + -`; a file is written only inside `submitted/`.
+
+An upload's time is the LMS's (a zip member's time, Blackboard's attempt time) or nbgrader's
+`timestamp.txt` beside it. A file in a folder without `timestamp.txt` is not timed (no
+late penalty, and collect says so) unless the instructor asks for the files' modification
+times (`collect --file-times`): a copied folder's file times say nothing about the upload.
+
+A placed notebook is capped (`Caps`): outputs larger than `output_bytes` are dropped
+(grading runs the notebook again), a cell's source longer than `cell_bytes` is cut there,
+and a notebook still larger than `notebook_bytes` is not placed; each cut is a note that
+names the cell and says why.
 
 Anything else is reported, never fatal: not a notebook, a name or content matching no
 notebook of the course, an unknown chapter, a bad student id, an oversized file, and
@@ -55,6 +79,12 @@ from coursenb import cells
 CANVAS_NAME = re.compile(
     r"^(?:(?P<name>\w+?)_)??(?:(?P<late>LATE|late)_)?"
     r"(?P<user_id>\d+|anon_[A-Za-z0-9]+)_(?P<attachment_id>\d+)_(?P<file>.+)$")
+# Moodle: "<Full Name>_<participant id>_assignsubmission_<plugin>_" as a folder, or before the file name.
+MOODLE_NAME = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$")
+# Blackboard: "<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>[_<file>]" (no file: the attempt's receipt)
+BLACKBOARD_NAME = re.compile(r"^(?P<assignment>.+)_(?P<user>[^_\s]+)_attempt_"
+                             r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<file>.+)|\.txt)?$")
+PATTERN_GROUPS = ("student_id", "file_id")  # nbgrader's FileNameCollectorPlugin: required named groups
 # What an LMS or a browser appends to a re-uploaded or re-downloaded file name.
 COPY_SUFFIX = re.compile(r"(?:-\d+| ?\(\d+\))$")
 ASSIGNMENT_ID = re.compile(r"^ch\d+$")
@@ -72,6 +102,9 @@ class Caps:
     member_bytes: int = 64 * MiB
     total_bytes: int = 2048 * MiB
     members: int = 100_000
+    notebook_bytes: int = 16 * MiB  # a placed notebook, once oversized outputs are dropped
+    cell_bytes: int = 256 * 1024  # a cell's source (the book's longest is a few KiB)
+    output_bytes: int = 1 * MiB  # a cell's outputs (grading runs the notebook again)
 
 
 @dataclass(frozen=True)
@@ -81,8 +114,9 @@ class Entry:
     origin: str  # "<source>:<path inside it>" for messages
     path: PurePosixPath  # path inside the source
     data: bytes
-    timestamp: dt.datetime
+    timestamp: dt.datetime | None  # None: nothing says when it was uploaded
     problem: str | None = None  # set: the file could not be read (data is empty)
+    timed_by: str = "zip"  # what gave the time: "zip", "timestamp.txt", "file time", "name", "" (untimed)
 
 
 @dataclass(frozen=True)
@@ -91,11 +125,12 @@ class Owner:
 
     student: str
     file: str  # the file name as uploaded
-    timestamp: dt.datetime
+    timestamp: dt.datetime | None
     assignment: str | None = None  # the folder layout's assignment
-    lms_user_id: str | None = None
+    lms_user_id: str | None = None  # the LMS's identity of the user (Canvas)
     attachment_id: int = 0
     late: bool = False  # the LMS marked it late
+    participant: str | None = None  # an id that tells namesakes apart in one download only (Moodle's)
 
 
 @dataclass(frozen=True)
@@ -111,6 +146,7 @@ class Placed:
     lms_user_id: str | None = None
     how: str = "name"  # "name" or "content"
     note: str = ""  # a line for the instructor (how a notebook was placed by its content)
+    participant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +157,7 @@ class Problem:
     student: str | None = None
     lms_user_id: str | None = None
     assignment: str | None = None
+    participant: str | None = None
 
 
 @dataclass
@@ -134,16 +171,33 @@ class CollectResult:
 
 
 class CollectError(RuntimeError):
-    """A source that cannot be read at all."""
+    """A source that cannot be read at all, or a collect pattern that cannot be used."""
+
+
+def compile_pattern(pattern: str | None, where: str = "--pattern") -> re.Pattern | None:
+    """The instructor's collect pattern, checked: a regular expression with nbgrader's named groups."""
+    if not pattern:
+        return None
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise CollectError(f"{where} {pattern!r} is not a regular expression ({exc})") from None
+    missing = [g for g in PATTERN_GROUPS if g not in compiled.groupindex]
+    if missing:
+        raise CollectError(f"{where} {pattern!r} needs the named group(s) {', '.join(f'(?P<{g}>...)' for g in missing)}"
+                           " (as nbgrader's zip_collect: student_id, file_id, optionally timestamp)")
+    return compiled
 
 
 # ----------------------------------------------------------------------------- reading sources
 
 
-def read_source(src: Path, tz: dt.tzinfo = dt.UTC, caps: Caps = Caps()) -> Iterator[Entry]:
+def read_source(src: Path, tz: dt.tzinfo = dt.UTC, caps: Caps = Caps(), file_times: bool = False) -> Iterator[Entry]:
     """Every file of a folder or a zip. A zip given as the source, or lying in a folder without an
     owner's name (neither an LMS name nor inside <student>/<assignment>/), is the LMS's and is read;
-    any other zip is a student's upload and comes as one entry (opened later, under its owner)."""
+    any other zip is a student's upload and comes as one entry (opened later, under its owner).
+    A folder's file is timed by nbgrader's timestamp.txt beside it, else (with `file_times`) by its
+    modification time, else not at all."""
     src = Path(src)
     if src.is_dir():
         for path in sorted(p for p in src.rglob("*") if p.is_file() and not p.is_symlink()):
@@ -155,10 +209,11 @@ def read_source(src: Path, tz: dt.tzinfo = dt.UTC, caps: Caps = Caps()) -> Itera
                 yield from read_zip(path, origin, tz, caps)
                 continue
             size = path.stat().st_size
+            when, timed_by = _file_time(path, tz, file_times)
             if size > caps.member_bytes:
-                yield Entry(origin, rel, b"", _file_time(path, tz), f"larger than {caps.member_bytes // MiB} MiB: not read")
+                yield Entry(origin, rel, b"", when, f"larger than {caps.member_bytes // MiB} MiB: not read", timed_by)
                 continue
-            yield Entry(origin, rel, path.read_bytes(), _file_time(path, tz))
+            yield Entry(origin, rel, path.read_bytes(), when, None, timed_by)
     elif src.is_file() and zipfile.is_zipfile(src):
         yield from read_zip(src, src.name, tz, caps)
     elif src.exists():
@@ -169,18 +224,23 @@ def read_source(src: Path, tz: dt.tzinfo = dt.UTC, caps: Caps = Caps()) -> Itera
 
 def _has_owner(rel: PurePosixPath) -> bool:
     """A file whose place names its owner: an LMS name, or <student>/<assignment>/<file>."""
-    return bool(CANVAS_NAME.match(rel.name)) or (len(rel.parts) >= 3 and bool(ASSIGNMENT_ID.match(rel.parts[-2])))
+    return (bool(CANVAS_NAME.match(rel.name) or MOODLE_NAME.match(rel.name) or BLACKBOARD_NAME.match(rel.name))
+            or any(MOODLE_NAME.match(part) for part in rel.parts[:-1])
+            or (len(rel.parts) >= 3 and bool(ASSIGNMENT_ID.match(rel.parts[-2]))))
 
 
-def _file_time(path: Path, tz: dt.tzinfo) -> dt.datetime:
-    """nbgrader's timestamp.txt next to the file, else the file's modification time."""
+def _file_time(path: Path, tz: dt.tzinfo, file_times: bool = False) -> tuple[dt.datetime | None, str]:
+    """(time, what gave it): nbgrader's timestamp.txt next to the file, else with `file_times` the file's
+    modification time, else (None, "")."""
     stamp = path.parent / "timestamp.txt"
     if stamp.is_file() and stamp.stat().st_size < 200:
         try:
-            return _parse_stamp(stamp.read_text().strip(), tz)
+            return _parse_stamp(stamp.read_text().strip(), tz), "timestamp.txt"
         except (ValueError, OverflowError):
             pass
-    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    if file_times:
+        return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC), "file time"
+    return None, ""
 
 
 def _parse_stamp(text: str, tz: dt.tzinfo) -> dt.datetime:
@@ -335,8 +395,10 @@ def _cell_hash(source: str) -> str | None:
 # ----------------------------------------------------------------------------- placing
 
 
-def owner_of(entry: Entry, notebooks: dict[str, list[str]]) -> Owner | Problem:
-    """Whose upload `entry` is, from its path: the folder layout or an LMS name; else why not."""
+def owner_of(entry: Entry, notebooks: dict[str, list[str]], pattern: re.Pattern | None = None,
+             tz: dt.tzinfo = dt.UTC) -> Owner | Problem:
+    """Whose upload `entry` is, from its path: the folder layout, the instructor's pattern or an LMS name;
+    else why not (naming the folder or file that says nothing)."""
     name, parts = entry.path.name, entry.path.parts
     if len(parts) >= 3 and (ASSIGNMENT_ID.match(parts[-2]) or parts[-2] in notebooks):
         student, assignment = parts[-3], parts[-2]
@@ -345,12 +407,27 @@ def owner_of(entry: Entry, notebooks: dict[str, list[str]]) -> Owner | Problem:
         if assignment not in notebooks:
             return Problem(f"unknown chapter {assignment} (this course has {', '.join(notebooks) or 'none'})", student)
         return Owner(student, name, entry.timestamp, assignment=assignment)
+    if pattern is not None and (m := pattern.match(str(entry.path)) or pattern.match(name)):
+        return _owner(m["student_id"], PurePosixPath(m["file_id"] or "").name, entry,
+                      when=_pattern_time(m, tz) or entry.timestamp)
+    for folder in reversed(parts[:-1]):  # Moodle: "<Full Name>_<participant id>_assignsubmission_file_/<file>"
+        if (m := MOODLE_NAME.match(folder)) and not m["file"]:
+            return _owner(_moodle_student(m), name, entry, participant=m["participant"])
+    if (m := MOODLE_NAME.match(name)) and m["file"]:
+        return _owner(_moodle_student(m), m["file"], entry, participant=m["participant"])
+    if m := BLACKBOARD_NAME.match(name):
+        when = _stamp_time(m["time"], tz)
+        return _owner(m["user"], m["file"] or name, entry, when=when or entry.timestamp)
     match = CANVAS_NAME.match(name)
     if not match:
         if PurePosixPath(name).suffix.lower() != ".ipynb":
             return Problem(f"not a notebook ({name})")
-        return Problem(f"wrong name {name!r}: expected an LMS download name "
-                       "(name_userid_attachmentid_notebook.ipynb) or <student>/<assignment>/<notebook>.ipynb")
+        expected = ("a Canvas, Moodle or Blackboard download name, <student>/<assignment>/<notebook>.ipynb"
+                    + (", or the --pattern" if pattern is not None else ", or a layout of your own (--pattern)"))
+        if len(parts) >= 2:
+            return Problem(f"whose is it? neither the folder {parts[-2]!r} nor the file name {name!r} names a student: "
+                           f"expected {expected}")
+        return Problem(f"wrong name {name!r}: no student in it: expected {expected}")
     student = match["name"] or match["user_id"]
     if not STUDENT_ID.match(student):
         return Problem(f"bad student id {student!r}")
@@ -358,15 +435,48 @@ def owner_of(entry: Entry, notebooks: dict[str, list[str]]) -> Owner | Problem:
                  attachment_id=int(match["attachment_id"]), late=bool(match["late"]))
 
 
+def _owner(student: str, file: str, entry: Entry, when: dt.datetime | None = None,
+           participant: str | None = None) -> Owner | Problem:
+    """An owner named by a pattern, Moodle or Blackboard, with the student id checked."""
+    if not STUDENT_ID.match(student or ""):
+        return Problem(f"bad student id {student!r} (a letter or digit first, then letters, digits and _ . @ + -)")
+    return Owner(student, file or entry.path.name, when if when is not None else entry.timestamp,
+                 participant=participant)
+
+
+def _moodle_student(m: re.Match) -> str:
+    """A Moodle full name as a student id (lower-cased, non-word characters removed, as Canvas's sortable
+    name); with blind marking ('Participant'), the participant id."""
+    slug = re.sub(r"[\W_]+", "", m["name"]).lower()
+    return f"participant_{m['participant']}" if slug in ("", "participant") else slug
+
+
+def _stamp_time(text: str | None, tz: dt.tzinfo) -> dt.datetime | None:
+    """'2025-01-30-12-00-00' (Blackboard) or an ISO 8601 time, in `tz` without an offset; None if neither."""
+    if not text:
+        return None
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)-(\d\d)-(\d\d)", text.strip())
+    try:
+        when = dt.datetime(*map(int, m.groups())) if m else dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=tz)).astimezone(dt.UTC)
+
+
+def _pattern_time(m: re.Match, tz: dt.tzinfo) -> dt.datetime | None:
+    return _stamp_time(m.groupdict().get("timestamp"), tz)
+
+
 def place(entry: Entry, owner: Owner, notebooks: dict[str, list[str]], signatures: Signatures | None) -> Placed | Problem:
     """Map one notebook file of `owner` to a notebook of the course: by its name, else by its content."""
     file = PurePosixPath(owner.file)
-    whose = {"student": owner.student, "lms_user_id": owner.lms_user_id, "assignment": owner.assignment}
+    whose = {"student": owner.student, "lms_user_id": owner.lms_user_id, "assignment": owner.assignment,
+             "participant": owner.participant}
     if file.suffix.lower() != ".ipynb":
         return Problem(f"not a notebook ({owner.file})", **whose)
     stem = COPY_SUFFIX.sub("", file.stem)
-    order = (owner.attachment_id, owner.timestamp)
-    common = {"order": order, "late": owner.late, "lms_user_id": owner.lms_user_id}
+    order = (owner.attachment_id, owner.timestamp or dt.datetime.min.replace(tzinfo=dt.UTC))
+    common = {"order": order, "late": owner.late, "lms_user_id": owner.lms_user_id, "participant": owner.participant}
     candidates = notebooks if owner.assignment is None else {owner.assignment: notebooks[owner.assignment]}
     for assignment, names in candidates.items():
         if stem in names:
@@ -392,40 +502,53 @@ def _why_not_by_name(stem: str, assignment: str | None, notebooks: dict[str, lis
     return f"wrong name {stem}.ipynb: no chapter of this course is called that"
 
 
-def classify(entry: Entry, notebooks: dict[str, list[str]], signatures: Signatures | None = None) -> Placed | Problem:
+def classify(entry: Entry, notebooks: dict[str, list[str]], signatures: Signatures | None = None,
+             pattern: re.Pattern | None = None, tz: dt.tzinfo = dt.UTC) -> Placed | Problem:
     """Map a notebook `entry` to a submission, or say in a few words why it cannot be placed."""
-    owner = owner_of(entry, notebooks)
-    return owner if isinstance(owner, Problem) else place(entry, owner, notebooks, signatures)
+    owner = owner_of(entry, notebooks, pattern, tz)
+    return owner if isinstance(owner, Problem) else place(_timed(entry, owner), owner, notebooks, signatures)
+
+
+def _timed(entry: Entry, owner: Owner) -> Entry:
+    """`entry` with the time its name gave (Blackboard's attempt, a pattern's timestamp), if it gave one."""
+    return entry if owner.timestamp == entry.timestamp else replace(entry, timestamp=owner.timestamp, timed_by="name")
 
 
 def expand(entry: Entry, notebooks: dict[str, list[str]], signatures: Signatures | None, tz: dt.tzinfo,
-           caps: Caps) -> Iterator[tuple[Entry, Placed | Problem]]:
+           caps: Caps, pattern: re.Pattern | None = None) -> Iterator[tuple[Entry, Placed | Problem]]:
     """Every file `entry` stands for, placed or not: itself, or for a student's zip, each file in it
     under the zip's owner (the owner's time and late mark; the names inside are only file names)."""
+    owner = owner_of(entry, notebooks, pattern, tz)
     if entry.problem:
-        owner = owner_of(entry, notebooks)
-        whose = {} if isinstance(owner, Problem) else {"student": owner.student, "lms_user_id": owner.lms_user_id}
+        whose = {} if isinstance(owner, Problem) else {"student": owner.student, "lms_user_id": owner.lms_user_id,
+                                                       "participant": owner.participant}
         yield entry, Problem(entry.problem, **whose)
         return
-    owner = owner_of(entry, notebooks)
-    if isinstance(owner, Problem) or PurePosixPath(owner.file).suffix.lower() != ".zip":
-        yield entry, owner if isinstance(owner, Problem) else place(entry, owner, notebooks, signatures)
+    if isinstance(owner, Problem):
+        yield entry, owner
+        return
+    entry = _timed(entry, owner)
+    if PurePosixPath(owner.file).suffix.lower() != ".zip":
+        yield entry, place(entry, owner, notebooks, signatures)
         return
     inner = [e for e in read_zip(entry.data, entry.origin, tz, caps) if not _ignored(e.path)]
+    whose = (owner.student, owner.lms_user_id, owner.assignment, owner.participant)
     for e in inner:
         if e.problem:
-            yield e, Problem(e.problem, owner.student, owner.lms_user_id, owner.assignment)
+            yield e, Problem(e.problem, *whose)
         elif e.path.suffix.lower() == ".zip":
-            yield e, Problem("a zip inside a zip is not opened", owner.student, owner.lms_user_id, owner.assignment)
+            yield e, Problem("a zip inside a zip is not opened", *whose)
         else:  # the member's own time and folders are the student's to choose: only its file name counts
             mine = replace(owner, file=e.path.name)
-            yield replace(e, timestamp=owner.timestamp), place(replace(e, timestamp=owner.timestamp), mine,
-                                                              notebooks, signatures)
+            e = replace(e, timestamp=entry.timestamp, timed_by=entry.timed_by)
+            yield e, place(e, mine, notebooks, signatures)
 
 
 def _ignored(path: PurePosixPath) -> bool:
+    """Files no LMS download means as a submission: OS litter, and Blackboard's receipts."""
     text = str(path)
-    return any(i in text or text.endswith(i.rstrip("/")) for i in IGNORED)
+    receipt = (m := BLACKBOARD_NAME.match(path.name)) and not m["file"] and path.suffix.lower() == ".txt"
+    return bool(receipt) or any(i in text or text.endswith(i.rstrip("/")) for i in IGNORED)
 
 
 MAX_DEPTH = 64  # a notebook nests about 6 levels; widget state in metadata a few more
@@ -489,23 +612,30 @@ def check_notebook(data: bytes) -> str | None:
 # ----------------------------------------------------------------------------- collect
 
 
-def collect(course_dir: Path, sources: Iterable[Path], caps: Caps = Caps()) -> CollectResult:
-    """Place every submission of `sources` in course_dir/submitted; report what was not placed."""
+def collect(course_dir: Path, sources: Iterable[Path], caps: Caps = Caps(), pattern: str | None = None,
+            file_times: bool = False) -> CollectResult:
+    """Place every submission of `sources` in course_dir/submitted; report what was not placed. `pattern`
+    (else the course's c.FileNameCollectorPlugin.named_regexp) reads a layout of the instructor's own;
+    `file_times` times a folder's files without timestamp.txt by their modification time."""
     from autograder import config
 
     course_dir = Path(course_dir)
-    tz = config.load(course_dir).timezone if (course_dir / config.CONFIG_NAME).is_file() else dt.UTC
+    cfg = config.load(course_dir) if (course_dir / config.CONFIG_NAME).is_file() else None
+    tz = cfg.timezone if cfg else dt.UTC
+    compiled = (compile_pattern(pattern) if pattern else
+                compile_pattern(cfg.collect_pattern, "c.FileNameCollectorPlugin.named_regexp") if cfg else None)
     notebooks = course_notebooks(course_dir)
     signatures = Signatures.of_course(course_dir, notebooks)
     result = CollectResult()
     chosen: dict[tuple[str, str, str], Placed] = {}
     placed_or_not: list[tuple[Entry, Placed | Problem]] = []
     for src in sources:
-        for entry in read_source(Path(src), tz, caps):
+        for entry in read_source(Path(src), tz, caps, file_times):
             if not _ignored(entry.path):
-                placed_or_not.extend((e, p) for e, p in expand(entry, notebooks, signatures, tz, caps))
+                placed_or_not.extend((e, p) for e, p in expand(entry, notebooks, signatures, tz, caps, compiled))
+    identities = Manifest.identities(course_dir)
     unplaced = []
-    for entry, placed in _disambiguate(placed_or_not):
+    for entry, placed in _identify(placed_or_not, identities):
         if isinstance(placed, Placed) and (why := too_deep(entry.data)):
             placed = Problem(why, placed.student, placed.lms_user_id, placed.assignment)
         if isinstance(placed, Problem):
@@ -523,27 +653,101 @@ def collect(course_dir: Path, sources: Iterable[Path], caps: Caps = Caps()) -> C
             chosen[key] = new
         else:
             chosen[key] = placed
-    for placed in chosen.values():  # the latest upload counts, even when it is broken: it scores 0
+    untimed: dict[str, int] = {}
+    for key, placed in list(chosen.items()):  # the latest upload counts, even when it is broken: it scores 0
         if problem := check_notebook(placed.entry.data):
             result.problems.append((placed.entry.origin, f"{problem}: placed anyway, it will score 0"))
+        else:
+            data, cuts = capped(placed.entry.data, caps)
+            if len(data) > caps.notebook_bytes:
+                del chosen[key]
+                reason = (f"larger than {caps.notebook_bytes // MiB} MiB{' after ' + '; '.join(cuts) if cuts else ''}:"
+                          " not placed (no notebook of the course is that large)")
+                result.problems.append((placed.entry.origin, reason))
+                unplaced.append((placed.entry.origin, Problem(reason, placed.student, placed.lms_user_id,
+                                                              placed.assignment)))
+                continue
+            if cuts:
+                chosen[key] = placed = replace(placed, entry=replace(placed.entry, data=data),
+                                               note="; ".join(filter(None, [placed.note, *cuts])))
         if placed.note:
             result.notes.append((placed.entry.origin, placed.note))
+        if placed.entry.timestamp is None:
+            untimed[placed.entry.origin.split("/")[0]] = untimed.get(placed.entry.origin.split("/")[0], 0) + 1
+        elif placed.entry.timed_by == "file time":
+            result.notes.append((placed.entry.origin, "timed by its file time (--file-times)"))
+    for folder, n in untimed.items():
+        result.notes.append((f"{folder} ({n} notebook(s))", "no timestamp.txt beside them: not timed, so never late "
+                             "(collect --file-times takes the files' modification times instead)"))
     for key in sorted(chosen):
         result.placed.append((chosen[key], _write(course_dir, chosen[key])))
     Manifest.update(course_dir, result, unplaced)
     return result
 
 
-def _disambiguate(classified: list[tuple[Entry, Placed | Problem]]) -> list[tuple[Entry, Placed | Problem]]:
-    """Students whose LMS name part is shared by several LMS user ids become `<name>_<user id>`."""
-    ids: dict[str, set[str]] = {}
-    for _, placed in classified:
-        if placed.student and placed.lms_user_id:
-            ids.setdefault(placed.student, set()).add(placed.lms_user_id)
-    shared = {name for name, users in ids.items() if len(users) > 1}
-    return [(entry, replace(placed, student=f"{placed.student}_{placed.lms_user_id}")
-             if placed.student in shared and placed.lms_user_id else placed)
-            for entry, placed in classified]
+def capped(data: bytes, caps: Caps) -> tuple[bytes, list[str]]:
+    """A readable notebook's bytes within `caps` (outputs larger than output_bytes dropped, sources longer than
+    cell_bytes cut) and a sentence per cut naming the cell; the bytes unchanged when nothing is cut."""
+    nb = json.loads(data.decode("utf-8"))
+    cuts = []
+    for k, cell in enumerate(nb.get("cells") or []):
+        if not isinstance(cell, dict):
+            continue
+        meta = cell.get("metadata")
+        gid = meta.get("nbgrader", {}).get("grade_id") if isinstance(meta, dict) and isinstance(
+            meta.get("nbgrader"), dict) else None
+        name = f"cell {gid}" if isinstance(gid, str) else f"cell {k + 1}"
+        outputs = cell.get("outputs")
+        if isinstance(outputs, list) and outputs:
+            size = len(json.dumps(outputs))
+            if size > caps.output_bytes:
+                cell["outputs"] = []
+                cuts.append(f"{name}'s outputs ({_size(size)}) dropped: more than {_size(caps.output_bytes)}, "
+                            "and grading runs the notebook again")
+        source = cell.get("source")
+        text = "".join(x for x in source if isinstance(x, str)) if isinstance(source, list) else source
+        if isinstance(text, str) and len(text.encode()) > caps.cell_bytes:
+            cell["source"] = text.encode()[:caps.cell_bytes].decode("utf-8", "ignore")
+            cuts.append(f"{name}'s source ({_size(len(text.encode()))}) cut to its first {_size(caps.cell_bytes)}: "
+                        "no answer of the course is that long")
+    return (json.dumps(nb, indent=1, ensure_ascii=False).encode() + b"\n", cuts) if cuts else (data, [])
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n / 1024:.0f} KiB"
+
+
+def _identify(classified: list[tuple[Entry, Placed | Problem]],
+              known: dict[str, str]) -> list[tuple[Entry, Placed | Problem]]:
+    """One LMS user, one student: a user collect has seen before keeps their student id (`known`: user id ->
+    student); a new user gets their name part, or `<name>_<user id>` when that name is another user's already
+    or is wanted by several users now. Without a user id (Moodle), namesakes in this collect with different
+    participant ids become `<name>_<participant id>`."""
+    ids = dict(known)
+    taken = set(known.values())
+    wanted: dict[str, set[str]] = {}
+    for _, p in classified:
+        if p.student and p.lms_user_id and p.lms_user_id not in ids:
+            wanted.setdefault(p.student, set()).add(p.lms_user_id)
+    for name in sorted(wanted):
+        users = sorted(wanted[name])
+        for user in users:
+            ids[user] = name if len(users) == 1 and name not in taken else f"{name}_{user}"
+        taken.update(ids[u] for u in users)
+    participants: dict[str, set[str]] = {}
+    for _, p in classified:
+        if p.student and not p.lms_user_id and p.participant:
+            participants.setdefault(p.student, set()).add(p.participant)
+    shared = {name for name, ps in participants.items() if len(ps) > 1}
+
+    def who(p: Placed | Problem) -> str | None:
+        if p.student and p.lms_user_id:
+            return ids[p.lms_user_id]
+        if p.student in shared and p.participant:
+            return f"{p.student}_{p.participant}"
+        return p.student
+
+    return [(entry, replace(p, student=who(p))) for entry, p in classified]
 
 
 def _write(course_dir: Path, placed: Placed) -> str:
@@ -553,13 +757,19 @@ def _write(course_dir: Path, placed: Placed) -> str:
     dest = folder / f"{placed.notebook}.ipynb"
     if not dest.resolve().is_relative_to(root) or not STUDENT_ID.match(placed.student):
         raise CollectError(f"refusing to write outside {root}: {dest}")  # unreachable: ids are checked above
-    stamp = placed.entry.timestamp.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    if dest.exists() and hashlib.sha256(dest.read_bytes()).digest() == hashlib.sha256(placed.entry.data).digest():
+    when = placed.entry.timestamp
+    stamp = when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC") if when is not None else None
+    old_stamp = (folder / "timestamp.txt").read_text() if (folder / "timestamp.txt").is_file() else None
+    if dest.exists() and hashlib.sha256(dest.read_bytes()).digest() == hashlib.sha256(placed.entry.data).digest() \
+            and old_stamp == stamp:
         return "unchanged"
     status = "replaced" if dest.exists() else "new"
     folder.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(placed.entry.data)
-    (folder / "timestamp.txt").write_text(stamp)
+    if stamp is None:  # untimed: no time of an earlier upload stays beside it
+        (folder / "timestamp.txt").unlink(missing_ok=True)
+    else:
+        (folder / "timestamp.txt").write_text(stamp)
     return status
 
 
@@ -575,7 +785,7 @@ class Record:
     notebook: str
     origin: str
     file: str
-    uploaded_at: str  # ISO 8601, UTC
+    uploaded_at: str  # ISO 8601, UTC; "" when nothing said when
     lms_late: bool
     lms_user_id: str | None
     sha256: str
@@ -622,6 +832,20 @@ class Manifest:
         return records, unplaced
 
     @classmethod
+    def identities(cls, course_dir: Path) -> dict[str, str]:
+        """{LMS user id: student id} of every user collect has seen in this course."""
+        try:
+            data = json.loads(cls.path(course_dir).read_text())
+        except (OSError, ValueError):
+            return {}
+        data = data if isinstance(data, dict) else {}
+        out = {str(r.get("lms_user_id")): str(r.get("student")) for r in (data.get("submissions") or {}).values()
+               if isinstance(r, dict) and r.get("lms_user_id") and r.get("student")}
+        stored = data.get("identities") or {}
+        out.update({str(u): str(s) for u, s in stored.items()} if isinstance(stored, dict) else {})
+        return out
+
+    @classmethod
     def update(cls, course_dir: Path, result: CollectResult, unplaced: list[tuple[str, Problem]]) -> None:
         """Add this collect's decisions: placed notebooks replace their record; files not placed are kept by
         origin (collecting the same source again replaces them)."""
@@ -633,12 +857,16 @@ class Manifest:
             key = f"{placed.student}/{placed.assignment}/{placed.notebook}"
             records[key] = Record(placed.student, placed.assignment, placed.notebook, placed.entry.origin,
                                   placed.entry.path.name,
-                                  placed.entry.timestamp.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                  placed.entry.timestamp.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                                  if placed.entry.timestamp is not None else "",
                                   placed.late, placed.lms_user_id, hashlib.sha256(placed.entry.data).hexdigest(),
                                   placed.how, placed.note)
         by_origin = {u.origin: u for u in old}
         for origin, problem in unplaced:
             by_origin[origin] = Unplaced(origin, problem.reason, problem.student, problem.assignment, now)
+        identities = cls.identities(course_dir)
+        identities.update({u: s for s, u in result.students.items() if u})
         data = {"submissions": {k: asdict(v) for k, v in sorted(records.items())},
-                "unplaced": {k: asdict(v) for k, v in sorted(by_origin.items())}}
+                "unplaced": {k: asdict(v) for k, v in sorted(by_origin.items())},
+                "identities": dict(sorted(identities.items()))}
         atomic_write(cls.path(course_dir), json.dumps(data, indent=1, ensure_ascii=True).encode())
