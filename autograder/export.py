@@ -58,7 +58,8 @@ def write_totals(cls: Class, path: Path) -> int:
                      _stamp(info.due if info else cls_due(cls, t.assignment)),
                      _stamp(info.timestamp) if info and not missing else "",
                      "" if late is None else ("yes" if late.late else "no"),
-                     "" if late is None or late.seconds is None or late.seconds <= 0 else f"{late.seconds / 86400:.2f}"])
+                     "" if late is None or not late.late or late.seconds is None or late.seconds <= 0
+                     else f"{late.seconds / 86400:.2f}"])
     return _write(path, ["student_id", "assignment", "notebook", "score", "max_score", "status", "raw_score",
                          "late_penalty", "due", "submitted_at", "late", "days_late"], rows)
 

@@ -4,7 +4,10 @@ Lateness comes from the upload time collect kept (nbgrader's `SubmittedAssignmen
 from `timestamp.txt`) and the assignment's due date (`Assignment.duedate`, from the course
 config), with the LMS's own late mark as a floor: an upload the LMS marked late is late even
 when the clocks disagree (zips carry no time zone), and is then charged one started day.
-A grace period forgives that much lateness. The penalty is in points, per notebook:
+A grace period forgives that much lateness: an upload within it is on time in every output
+(gradebook, exports, feedback), which only adds how long after the due date it came. An
+upload with no time (nothing said when: see `autograder.collect`) is on time unless the LMS
+marked it late. The penalty is in points, per notebook:
 `min(raw score, points x min(cap, per_day x started days late))`, so a score never goes
 below zero. It is stored where nbgrader keeps it (`SubmittedNotebook.late_submission_penalty`),
 so nbgrader's formgrader and exports agree with ours; `apply` writes it after every
@@ -28,25 +31,29 @@ class Lateness:
 
     late: bool
     seconds: float | None
-    days: int  # started days late that the policy charges (0 when forgiven or on time)
+    days: int  # started days late that the policy charges (0 when on time)
     lms_late: bool = False
     note: str = ""
 
     def describe(self) -> str:
-        """'2 d 3 h late', 'late (LMS)', 'on time', 'late, within the grace period'."""
+        """'2 d 3 h late', 'late (marked by the LMS)', 'on time', 'on time (10 min after the due date, within the
+        grace period)'."""
         if not self.late:
+            if self.seconds is not None and self.seconds > 0:
+                return f"on time ({_duration(self.seconds)} after the due date, within the grace period)"
             return "on time"
         if self.seconds is None or self.seconds <= 0:
             return "late (marked by the LMS)"
-        return f"{_duration(self.seconds)} late" + ("" if self.days else ", within the grace period")
+        return f"{_duration(self.seconds)} late"
 
 
 def lateness(uploaded: dt.datetime | None, due: dt.datetime | None, lms_late: bool, policy: LatePolicy) -> Lateness:
     """The lateness of an upload at `uploaded` for an assignment due at `due` (aware datetimes)."""
     seconds = (uploaded - due).total_seconds() if uploaded is not None and due is not None else None
+    if seconds is not None and 0 < seconds <= policy.grace.total_seconds():  # forgiven: on time, everywhere
+        return Lateness(False, seconds, 0, lms_late, "within the grace period")
     if seconds is not None and seconds > 0:
-        days = 0 if seconds <= policy.grace.total_seconds() else math.ceil(seconds / DAY)
-        return Lateness(True, seconds, days, lms_late)
+        return Lateness(True, seconds, math.ceil(seconds / DAY), lms_late)
     if lms_late:  # the LMS says late, the clocks say not (or cannot say): the LMS wins, one day
         note = ("the LMS marked it late but its time is not after the due date (time zones?): charged one day"
                 if seconds is not None else "the LMS marked it late; no due date or time to measure it: one day")
@@ -60,6 +67,12 @@ def penalty(policy: LatePolicy, late: Lateness, raw: float, max_score: float) ->
         return 0.0
     fraction = min(policy.cap, policy.per_day * late.days)
     return round(min(max(raw, 0.0), max_score * fraction), 4)
+
+
+def points_lost(points: float) -> str:
+    """A penalty as printed: '-2.4', and '0' (never '-0') for none."""
+    text = f"{round(points, 2):g}"
+    return "0" if text in ("0", "-0") else f"-{text}"
 
 
 def _duration(seconds: float) -> str:
