@@ -7,8 +7,12 @@ comparison is copydetect's (winnowed k-gram fingerprints of the code after Pygme
 tokenising, with names, strings and comments folded, as in MOSS): the release's own code is
 boilerplate, and so is code that many students share (a fingerprint found in more than
 `common` of the submissions: the natural way to write a line, or the reference everyone
-converged on), as MOSS's `-m` does. A pair is ranked by how many characters of
-uncommon code they share, then by the larger of the two similarity fractions; the report
+converged on), as MOSS's `-m` does. The common-code rule cannot hide copying: a pair
+whose code is the same (identical after the folding) or nearly all shared (`NEAR` of each
+one's code, the release's code left out) is reported whatever the rule drops, so a copy
+ring of any size is found, in a small class too (where "more than a quarter of the class"
+is two students). Such pairs rank first; the others by how many characters of uncommon
+code they share, then by the larger of the two similarity fractions; the report
 is one HTML page (no script, nothing remote) with the pairs ranked and, for each, the two
 students' code side by side with the shared passages highlighted.
 """
@@ -25,6 +29,8 @@ import nbformat
 from coursenb import cells
 
 K, WINDOW = 25, 4  # copydetect's noise threshold (characters of filtered code) and winnowing window
+NEAR = 0.9  # a pair sharing this much of each one's code (the release's left out) is reported, common code or not
+MIN_COMMON = 2  # code is common only when found in more than this many students' work, whatever the fraction
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class Pair:
     similarity: tuple[float, float]  # fraction of each one's uncommon code that is shared
     slices: tuple  # copydetect's copied slices in a's and b's code
     codes: tuple[str, str]
+    kind: str = ""  # "identical", "nearly all shared" (reported whatever the common-code rule says), or ""
 
     @property
     def score(self) -> float:
@@ -112,32 +119,57 @@ def _without(fp, drop: set) -> None:
     fp.token_coverage = get_token_coverage(fp.hash_idx, fp.k, len(fp.filtered_code))
 
 
+def common_limit(common: float, students: int) -> int:
+    """Code found in more than this many of `students` works is common: the fraction `common` of them, and
+    never fewer than MIN_COMMON."""
+    return max(MIN_COMMON, int(common * students))
+
+
 def compare(works: list[Work], release_code: str = "", common: float = 0.25) -> list[Pair]:
-    """Every pair of `works`, ranked (most shared uncommon code first); fingerprints of the release and those
-    found in more than max(2, common x the number of works) of the works are left out."""
+    """Every pair of `works` that shares code, ranked: identical and nearly-all-shared pairs first (whatever the
+    common-code rule says), then by shared uncommon code. Fingerprints of the release are left out everywhere;
+    those found in more than `common_limit(common, len(works))` works are left out of the uncommon comparison."""
+    import copy
+
     from copydetect import compare_files
 
     if len(works) < 2:
         return []
-    fps = [_fingerprint(w.code) for w in works]
     boiler = _fingerprint(release_code).hashes if release_code.strip() else set()
+    whole = [_fingerprint(w.code) for w in works]
+    for fp in whole:
+        _without(fp, boiler)
     seen: dict[int, int] = {}
-    for fp in fps:
+    for fp in whole:
         for h in fp.hashes:
             seen[h] = seen.get(h, 0) + 1
-    limit = max(2, int(common * len(works)))
-    drop = boiler | {h for h, n in seen.items() if n > limit}
-    for fp in fps:
+    limit = common_limit(common, len(works))
+    drop = {h for h, n in seen.items() if n > limit}
+    uncommon = [copy.copy(fp) for fp in whole]
+    for fp in uncommon:
         _without(fp, drop)
     pairs = []
     for (i, wa), (j, wb) in combinations(enumerate(works), 2):
-        if not fps[i].hashes or not fps[j].hashes:
+        fa, fb = whole[i], whole[j]
+        if not fa.hashes or not fb.hashes:
             continue
-        overlap, sims, slices = compare_files(fps[i], fps[j])
-        if overlap:
+        found = None
+        if fa.filtered_code == fb.filtered_code or \
+                len(fa.hashes & fb.hashes) >= NEAR * min(len(fa.hashes), len(fb.hashes)):
+            overlap, sims, slices = compare_files(fa, fb)
+            kind = "identical" if fa.filtered_code == fb.filtered_code else \
+                "nearly all shared" if min(sims) >= NEAR else ""
+            if kind:
+                found = (overlap, sims, slices, kind)
+        if found is None and uncommon[i].hashes and uncommon[j].hashes:
+            overlap, sims, slices = compare_files(uncommon[i], uncommon[j])
+            found = (overlap, sims, slices, "") if overlap else None
+        if found:
+            overlap, sims, slices, kind = found
             pairs.append(Pair(wa.assignment, wa.student, wb.student, int(overlap), (float(sims[0]), float(sims[1])),
-                              slices, (fps[i].raw_code, fps[j].raw_code)))
-    return sorted(pairs, key=lambda p: (-p.shared, -p.score, p.a, p.b))
+                              slices, (fa.raw_code, fb.raw_code), kind))
+    rank = {"identical": 0, "nearly all shared": 1, "": 2}
+    return sorted(pairs, key=lambda p: (rank[p.kind], -p.shared, -p.score, p.a, p.b))
 
 
 # ----------------------------------------------------------------------------- the report
@@ -158,7 +190,7 @@ def report(pairs_by_assignment: dict[str, list[Pair]], students_by_assignment: d
     from autograder.pages import marked, render
 
     sections = [{"assignment": a, "n": students_by_assignment.get(a, 0),
-                 "pairs": [{"rank": k, "a": p.a, "b": p.b, "shared": p.shared, "score": p.score,
+                 "pairs": [{"rank": k, "a": p.a, "b": p.b, "shared": p.shared, "score": p.score, "kind": p.kind,
                             "of": p.similarity, "codes": [marked(p.codes[i], _spans(p.slices[i])) for i in (0, 1)]}
                            for k, p in enumerate(pairs[:top], start=1)]}
                 for a, pairs in pairs_by_assignment.items()]

@@ -189,7 +189,9 @@ def test_common_code_is_not_evidence() -> None:
     shared = "def f(x):\n    total = 0\n    for item in x:\n        total = total + item * item\n    return total\n"
     own = "def g(values):\n    seen = {}\n    for k, v in enumerate(values):\n        seen[v] = seen.get(v, []) + [k]\n" \
           "    return sorted(seen.items(), key=lambda kv: -len(kv[1]))\n"
-    works = [similarity.Work(s, "ch1", shared + (own if s in ("p", "q") else "")) for s in "abcdefpq"]
+    theirs = {s: f"def h(values):\n    out = {k}\n    for v in values[{k}:]:\n        out = out * {k + 2} - v ** {k + 3}\n"
+              f"    return [out % {k + 5}, out // {k + 7}]\n" for k, s in enumerate("abcdef")}
+    works = [similarity.Work(s, "ch1", shared + (own if s in ("p", "q") else theirs[s])) for s in "abcdefpq"]
     pairs = similarity.compare(works)
     assert (pairs[0].a, pairs[0].b) == ("p", "q") and len(pairs) == 1  # everyone shares `f`: only p-q remain
     escaped = pages.marked("a</pre><script>x</script>", similarity._spans([[0], [5]]))
