@@ -83,7 +83,7 @@ def cmd_example_class(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Place an LMS zip's or a folder's notebooks in course/submitted; list what could not be placed."""
-    result = Course(args.course).collect(args.sources)
+    result = Course(args.course).collect(args.sources, pattern=args.pattern, file_times=args.file_times)
     rows = [[p.student, p.assignment, p.notebook, _local_time(p.entry.timestamp, args.course),
              "LATE (LMS)" if p.late else "", "by content" if p.how == "content" else "", status, p.entry.path.name]
             for p, status in result.placed]
@@ -91,7 +91,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
                  title=f"collected {len(rows)} submission(s) into {args.course / 'submitted'}"))
     if result.notes:
         _print()
-        _print(table(["file", "note"], result.notes, title="placed by content (the file name matched no notebook)"))
+        _print(table(["file", "note"], result.notes, title="notes: placed by content, cut to the caps, times"))
     if result.problems:
         _print()
         _print(table(["file", "problem"], result.problems,
@@ -99,6 +99,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
     counts = {s: sum(1 for _, st in result.placed if st == s) for s in ("new", "replaced", "unchanged")}
     _print(f"\n{counts['new']} new, {counts['replaced']} replaced, {counts['unchanged']} unchanged, "
            f"{len(result.problems)} problem(s); {len(result.students)} student(s)")
+    if not result.placed:
+        print(f"autograder collect: error: collect placed nothing from {', '.join(str(s) for s in args.sources)}"
+              f"{' (see the problems above)' if result.problems else ' (no files)'}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 
@@ -168,6 +172,7 @@ def describe_summary(summary: object) -> str:
 
 def cmd_gradebook(args: argparse.Namespace) -> int:
     """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
+    from autograder import late
     from autograder.collect import Manifest
 
     course = Course(args.course)
@@ -182,7 +187,8 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
     headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}", "note"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
                                       "* = some cells not scored yet (manual grading), L = late)"))
-    late_rows = [[t.student, t.assignment, t.lateness.describe(), f"{t.raw_score:g}", f"-{t.penalty:g}", f"{t.score:g}"]
+    late_rows = [[t.student, t.assignment, t.lateness.describe(), f"{t.raw_score:g}", late.points_lost(t.penalty),
+                  f"{t.score:g}"]
                  for (_, a), t in sorted(totals.items()) if t.lateness and t.lateness.late]
     if late_rows:
         _print()
@@ -284,11 +290,16 @@ def cmd_manual(args: argparse.Namespace) -> int:
 
 def cmd_similarity(args: argparse.Namespace) -> int:
     """Rank every pair of students per assignment by the uncommon code they share; an HTML report."""
+    from autograder import similarity
+
     done = Course(args.course).similarity(args.assignment, args.common)
-    rows = [[a, k, p.a, p.b, p.shared, f"{p.similarity[0]:.0%}", f"{p.similarity[1]:.0%}"]
+    rows = [[a, k, p.a, p.b, p.shared, f"{p.similarity[0]:.0%}", f"{p.similarity[1]:.0%}", p.kind]
             for a, ps in done.pairs.items() for k, p in enumerate(ps[: args.top], start=1)]
-    _print(table(["chapter", "rank", "student", "student", "shared", "of first", "of second"], rows,
+    _print(table(["chapter", "rank", "student", "student", "shared", "of first", "of second", ""], rows,
                  title="most similar pairs (own code only: the release's code and code most students share left out)"))
+    _print("\n" + "; ".join(f"{a}: code in more than {similarity.common_limit(args.common, n)} of {n} students' work "
+                            "is common" for a, n in done.counts.items() if n > 1)
+           + " (identical and nearly identical pairs are listed whatever it says)")
     _print(f"\nreport with the code side by side: {done.path}")
     return 0
 
@@ -323,6 +334,13 @@ def parser() -> argparse.ArgumentParser:
 
     p = add("collect", cmd_collect, "place submissions (a folder in nbgrader's layout, or an LMS zip) in the course")
     p.add_argument("sources", nargs="+", type=Path, metavar="SRC")
+    p.add_argument("--pattern", metavar="REGEX",
+                   help="a layout of your own, as nbgrader's zip_collect takes it: a regular expression with the named "
+                        "groups student_id and file_id (optionally timestamp), matched from the start of each file's "
+                        "path in SRC (default: c.FileNameCollectorPlugin.named_regexp of nbgrader_config.py)")
+    p.add_argument("--file-times", action="store_true",
+                   help="time a folder's notebooks that have no timestamp.txt by their modification time (without "
+                        "it they are not timed, so never late)")
 
     p = add("grade", cmd_grade, "grade every collected, not yet graded notebook (resumable)")
     p.add_argument("--student", help="only this student")
@@ -370,7 +388,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment", help="only this assignment")
     p.add_argument("--top", type=int, default=5, help="pairs printed per assignment (default 5; the report has 20)")
     p.add_argument("--common", type=float, default=0.25,
-                   help="code found in more than this fraction of submissions is common, not compared (default 0.25)")
+                   help="code found in more than this fraction of the students' submissions (and in more than 2 "
+                        "students' at least: 0.25 of 40 students is more than 10 students) is common and not compared; "
+                        "identical and nearly identical submissions are reported whatever it says (default 0.25)")
 
     add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
     add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")

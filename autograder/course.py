@@ -257,9 +257,10 @@ class Course:
     # -- what the course has
 
     def require(self) -> None:
-        """CourseError unless there is a course here."""
+        """CourseError unless there is a course here; ConfigError if its configuration does not hold."""
         if not (self.root / config.CONFIG_NAME).exists():
             raise CourseError(f"no course at {self.root}: run `autograder release --course {self.root}` first")
+        config.load(self.root)  # a course recording another place, or a bad setting: stop before writing
 
     def assignments(self) -> list[str]:
         """The course's assignments (its source folders), by name."""
@@ -370,13 +371,15 @@ class Course:
 
     # -- collect and grade
 
-    def collect(self, sources: Sequence[Path]):  # -> collect.CollectResult
-        """Place an LMS zip's or a folder's notebooks in submitted/ and register their students."""
+    def collect(self, sources: Sequence[Path], pattern: str | None = None,
+                file_times: bool = False):  # -> collect.CollectResult
+        """Place an LMS zip's or a folder's notebooks in submitted/ and register their students (`pattern`: a
+        layout of one's own, as nbgrader's zip_collect; `file_times`: time untimed folders by file times)."""
         from autograder import collect
 
         self.require()
         try:
-            result = collect.collect(self.root, list(sources))
+            result = collect.collect(self.root, list(sources), pattern=pattern, file_times=file_times)
         except collect.CollectError as exc:
             raise CourseError(str(exc)) from None
         self._register_students(result.students)

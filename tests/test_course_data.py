@@ -1,0 +1,337 @@
+"""The instructor's course keeps its data and its word (issue 25): a copied or moved course is its own, one
+LMS user is one student, lateness comes only from what says so, collect reads the common LMS downloads and
+says when it placed nothing, and a copy ring in a small class is reported.
+
+Each test reproduces a failure an instructor met, on the CLI's one released Chapter-1 course (tests/test_cli.py's
+fixtures; grades written straight into the gradebook where the engine is not the point).
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import collect, similarity
+from tests import test_cli
+from tests.test_cli import NB, canvas, engine_ready, fake_grade, fresh, one_line_error, run
+
+released, graded, class_zip = test_cli.released, test_cli.graded, test_cli.class_zip  # the CLI tests' fixtures
+
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type")  # nbgrader's own add_submission
+
+
+def outputs(capsys, course_dir: Path, tmp: Path) -> dict[str, str]:
+    """Everything an instructor reads of a course: gradebook, deadlines, both exports, the gradebook file."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, argv in (("gradebook", ["gradebook"]), ("deadlines", ["deadlines"]),
+                       ("csv", ["export", "-o", tmp / "t.csv"]),
+                       ("canvas", ["export", "--format", "canvas", "-o", tmp / "c.csv"])):
+        code, text, err = run(capsys, *argv, "--course", course_dir)
+        assert code == 0, err
+        out[name] = text.replace(str(tmp), "TMP")
+    out["t.csv"], out["c.csv"] = (tmp / "t.csv").read_text(), (tmp / "c.csv").read_text()
+    return out
+
+
+def release_nb(course_dir: Path) -> bytes:
+    return (course_dir / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+
+
+# ----------------------------------------------------------------------------- 1. a course is relocatable
+
+def test_a_copied_course_never_writes_into_the_original(capsys, graded, tmp_path) -> None:
+    """`cp -r course c2/course`, then deadlines, collect and grade on the copy: the original's gradebook,
+    exports and deadlines are unchanged, and the copy has what was done to it."""
+    original = fresh(graded, tmp_path / "orig")  # a course of its own where it is
+    before = outputs(capsys, original, tmp_path / "before")
+    copy = tmp_path / "c2" / "course"
+    shutil.copytree(original, copy)  # what an instructor does: a plain copy, nothing rewritten
+    assert run(capsys, "deadlines", "--course", copy, "--due", "ch1=2025-01-31 20:00")[0] == 0
+    zip_path = tmp_path / "later.zip"
+    with zipfile.ZipFile(zip_path, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("zoe", 31, 1, f"{NB}.ipynb"), (2025, 1, 30, 12, 0, 0)), release_nb(copy))
+    code, _, err = run(capsys, "collect", zip_path, "--course", copy)
+    assert code == 0, err
+    fake_grade(copy, "zoe", "all")
+    from autograder import late
+
+    late.apply(copy)
+    assert outputs(capsys, original, tmp_path / "before") == before
+    after = outputs(capsys, copy, tmp_path / "after")
+    assert "zoe" in after["gradebook"] and "zoe" not in before["gradebook"]
+    assert "2025-01-31 20:00" in after["deadlines"]
+    assert not (original / "submitted").exists()
+
+
+@pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
+def test_grading_a_copy_grades_the_copy(capsys, released, class_zip, tmp_path) -> None:
+    """The engine too writes only the copy's gradebook."""
+    original = fresh(released, tmp_path / "orig")
+    assert run(capsys, "collect", class_zip, "--course", original)[0] == 0
+    copy = tmp_path / "c2" / "course"
+    shutil.copytree(original, copy)
+    gradebook_bytes = (original / "gradebook.db").read_bytes()
+    code, out, err = run(capsys, "grade", "--quiet", "--student", "ada", "--course", copy)
+    assert code == 0, err
+    assert (original / "gradebook.db").read_bytes() == gradebook_bytes
+    assert not (original / "autograded").exists() and (copy / "autograded" / "ada").is_dir()
+
+
+def test_a_moved_course_works(capsys, released, tmp_path) -> None:
+    first = fresh(released, tmp_path / "here")
+    moved = tmp_path / "there" / "course"
+    shutil.move(first, moved)
+    src = tmp_path / "dl"
+    src.mkdir()
+    (src / canvas("ada", 1, 1, f"{NB}.ipynb")).write_bytes(release_nb(moved))
+    code, out, err = run(capsys, "collect", src, "--course", moved)
+    assert code == 0, err
+    assert (moved / "submitted" / "ada").is_dir() and not first.exists()
+
+
+@pytest.mark.parametrize("recorded", ["root", "db_url"])
+def test_a_course_recording_another_place_stops_before_writing(capsys, released, tmp_path, recorded) -> None:
+    """A course whose nbgrader_config.py records another location (as courses made before the fix did):
+    one line naming both places, and nothing written anywhere."""
+    elsewhere = tmp_path / "old" / "course"
+    course_dir = tmp_path / "new" / "course"
+    shutil.copytree(released, course_dir)
+    line = (f"c.CourseDirectory.root = {str(elsewhere)!r}" if recorded == "root"
+            else f"c.CourseDirectory.db_url = 'sqlite:///{elsewhere / 'gradebook.db'}'")
+    config = course_dir / "nbgrader_config.py"
+    config.write_text(config.read_text() + line + "\n")
+    src = tmp_path / "dl"
+    src.mkdir()
+    (src / canvas("ada", 1, 1, f"{NB}.ipynb")).write_bytes(release_nb(course_dir))
+    listing = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    for argv in (["collect", src], ["deadlines", "--due", "2025-01-01 10:00"], ["grade"], ["gradebook"]):
+        code, _, err = run(capsys, *argv, "--course", course_dir)
+        assert code == 1, argv
+        one_line_error(err, str(elsewhere))
+        assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == listing, argv
+    assert "c.CourseDirectory.root" not in config.read_text().replace(line, "")
+
+
+# ----------------------------------------------------------------------------- 2. one LMS user, one student
+
+def collect_files(capsys, course_dir: Path, tmp: Path, names: list[str]) -> tuple[int, str]:
+    src = tmp / f"dl{len(list(tmp.glob('dl*')))}"
+    src.mkdir()
+    for name in names:
+        (src / name).write_bytes(release_nb(course_dir))
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    return code, out + err
+
+
+def student_ids(course_dir: Path) -> dict[str, str | None]:
+    from autograder.grades import gradebook
+
+    with gradebook(course_dir) as gb:
+        return {s.id: s.lms_user_id for s in gb.students}
+
+
+@pytest.mark.parametrize("zips, expected", [
+    # two users of one sortable name, then one of them alone: he stays who he was
+    ([[(1010, 1), (1011, 2)], [(1010, 3)]], {"smithjohn_1010": "1010", "smithjohn_1011": "1011"}),
+    # one user alone first, the namesake later: the first keeps the name, the second gets his id
+    ([[(1010, 1)], [(1010, 3), (1011, 2)]], {"smithjohn": "1010", "smithjohn_1011": "1011"}),
+])
+def test_one_lms_user_is_one_student(capsys, released, tmp_path, zips, expected) -> None:
+    course_dir = fresh(released, tmp_path)
+    for batch in zips:
+        code, text = collect_files(capsys, course_dir, tmp_path, [canvas("smithjohn", u, a, f"{NB}.ipynb")
+                                                                  for u, a in batch])
+        assert code == 0, text
+    assert student_ids(course_dir) == expected
+    assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == sorted(expected)
+
+
+def test_a_renamed_lms_user_stays_the_same_student(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    assert collect_files(capsys, course_dir, tmp_path, [canvas("smithjohn", 1010, 1, f"{NB}.ipynb")])[0] == 0
+    assert collect_files(capsys, course_dir, tmp_path, [canvas("smithjonathan", 1010, 2, f"{NB}.ipynb")])[0] == 0
+    assert student_ids(course_dir) == {"smithjohn": "1010"}
+
+
+# ----------------------------------------------------------------------------- 3. lateness from what says so
+
+def fake_grade_timed(course_dir: Path, student: str) -> None:
+    """fake_grade, with the submission's time read from its timestamp.txt as the engine does."""
+    from nbgrader.utils import parse_utc
+
+    from autograder.grades import gradebook
+
+    fake_grade(course_dir, student, set())
+    stamp = course_dir / "submitted" / student / "ch1" / "timestamp.txt"
+    with gradebook(course_dir) as gb:
+        gb.find_submission("ch1", student).timestamp = parse_utc(stamp.read_text()) if stamp.is_file() else None
+        gb.db.commit()
+
+
+def test_an_untimed_nbgrader_folder_costs_no_penalty_and_says_so(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    assert run(capsys, "deadlines", "--course", course_dir, "--due", "2020-01-01 00:00", "--late", "per-day",
+               "--per-day", "10%", "--cap", "50%")[0] == 0
+    src = tmp_path / "submitted"
+    (src / "ada" / "ch1").mkdir(parents=True)
+    (src / "ada" / "ch1" / f"{NB}.ipynb").write_bytes(release_nb(course_dir))  # no timestamp.txt
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0, err
+    assert "no timestamp.txt" in out and "not timed" in out
+    assert not (course_dir / "submitted" / "ada" / "ch1" / "timestamp.txt").exists()
+    records, _ = collect.Manifest.read(course_dir)
+    assert records[f"ada/ch1/{NB}"].uploaded_at == ""
+    fake_grade_timed(course_dir, "ada")
+    from autograder import late
+
+    assert late.apply(course_dir) == []  # on time: nothing says otherwise
+    # the instructor may ask for the files' times
+    course2 = fresh(released, tmp_path / "two")
+    run(capsys, "deadlines", "--course", course2, "--due", "2020-01-01 00:00", "--late", "per-day", "--per-day", "0.1")
+    code, out, err = run(capsys, "collect", src, "--file-times", "--course", course2)
+    assert code == 0, err
+    assert "file time" in out and (course2 / "submitted" / "ada" / "ch1" / "timestamp.txt").is_file()
+    fake_grade_timed(course2, "ada")
+    assert [x[0] for x in late.apply(course2)] == ["ada"]
+
+
+def test_within_the_grace_period_every_output_says_on_time(capsys, graded, tmp_path) -> None:
+    """ada uploaded 10 minutes after the due date, inside 15 minutes' grace: on time everywhere."""
+    code, out, _ = run(capsys, "gradebook", "--course", graded)
+    assert code == 0
+    ada = next(line.split() for line in out.splitlines() if line.startswith("ada "))
+    assert not ada[1].endswith("L"), ada
+    assert not any(line.startswith("ada ") for line in out.split("late work")[1].splitlines()) \
+        if "late work" in out else True
+    assert run(capsys, "export", "-o", tmp_path / "t.csv", "--course", graded)[0] == 0
+    row = next(r for r in csv.DictReader((tmp_path / "t.csv").open()) if r["student_id"] == "ada")
+    assert row["late"] == "no" and row["days_late"] in ("", "0") and row["late_penalty"] == "0"
+
+
+def test_penalties_never_print_as_minus_zero(capsys, graded, tmp_path) -> None:
+    """edsger scored 0 and came two days late: the penalty takes nothing, and prints as 0."""
+    import datetime as dt
+    import re
+
+    from autograder import late
+    from autograder.grades import gradebook
+
+    course_dir = fresh(graded, tmp_path)
+    with gradebook(course_dir) as gb:
+        gb.find_submission("ch1", "edsger").timestamp = dt.datetime(2025, 2, 2, 22, 0)
+        gb.db.commit()
+    late.apply(course_dir)
+    code, out, _ = run(capsys, "gradebook", "--course", course_dir)
+    assert code == 0 and re.search(r"^edsger\s+ch1\s+1 d 23 h late\s+0\s+0\s+0$", out, re.M), out
+    assert not re.search(r"(^|\s)-0(\s|$)", out), out
+    assert [late.points_lost(x) for x in (0.0, 0.001, 2.4)] == ["0", "0", "-2.4"]
+
+
+# ----------------------------------------------------------------------------- 4. the common LMS downloads
+
+def test_collect_reads_a_moodle_zip(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    src = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"Alice Smith_123456_assignsubmission_file_/{NB}.ipynb", (2025, 1, 30, 12, 0, 0)),
+                    release_nb(course_dir))
+        zf.writestr(zipfile.ZipInfo(f"Bob O'Neil_123457_assignsubmission_file_/{NB}.ipynb", (2025, 1, 30, 12, 0, 0)),
+                    release_nb(course_dir))
+        zf.writestr("Bob O'Neil_123457_assignsubmission_onlinetext_/onlinetext.html", b"<p>hi</p>")
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0, err
+    assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == ["alicesmith", "boboneil"]
+    assert "onlinetext.html" in out
+
+
+def test_collect_reads_a_blackboard_zip(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    src = tmp_path / "bb.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        zf.writestr(f"Chapter 1_jsmith_attempt_2025-01-30-12-00-00_{NB}.ipynb", release_nb(course_dir))
+        zf.writestr("Chapter 1_jsmith_attempt_2025-01-30-12-00-00.txt", b"Name: John Smith (jsmith)\n")
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 0, err
+    assert [p.name for p in (course_dir / "submitted").iterdir()] == ["jsmith"]
+    records, _ = collect.Manifest.read(course_dir)
+    assert records[f"jsmith/ch1/{NB}"].uploaded_at == "2025-01-30T12:00:00Z"
+
+
+def test_collect_takes_nbgraders_own_pattern(capsys, released, tmp_path) -> None:
+    """A layout of the instructor's own: a pattern with nbgrader's named groups (student_id, file_id,
+    timestamp), from --pattern or c.FileNameCollectorPlugin.named_regexp in nbgrader_config.py."""
+    course_dir = fresh(released, tmp_path)
+    src = tmp_path / "dl"
+    src.mkdir()
+    (src / f"hw-ada@uni.edu-{NB}.ipynb").write_bytes(release_nb(course_dir))
+    pattern = r"hw-(?P<student_id>[^-]+)-(?P<file_id>.+)"
+    code, out, err = run(capsys, "collect", src, "--pattern", pattern, "--course", course_dir)
+    assert code == 0, err
+    assert [p.name for p in (course_dir / "submitted").iterdir()] == ["ada@uni.edu"]
+    config = course_dir / "nbgrader_config.py"
+    config.write_text(config.read_text() + f"c.FileNameCollectorPlugin.named_regexp = {pattern!r}\n")
+    shutil.rmtree(course_dir / "submitted")
+    assert run(capsys, "collect", src, "--course", course_dir)[0] == 0
+    assert [p.name for p in (course_dir / "submitted").iterdir()] == ["ada@uni.edu"]
+    code, _, err = run(capsys, "collect", src, "--pattern", "(?P<student_id>x", "--course", course_dir)
+    assert code == 1
+    one_line_error(err, "--pattern")
+    code, _, err = run(capsys, "collect", src, "--pattern", "(?P<who>.+)", "--course", course_dir)
+    assert code == 1
+    one_line_error(err, "student_id")
+
+
+def test_a_collect_that_places_nothing_fails_and_names_what_it_did_not_understand(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    src = tmp_path / "odd.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        zf.writestr(f"Some Folder/{NB}.ipynb", b"{}")
+    code, out, err = run(capsys, "collect", src, "--course", course_dir)
+    assert code == 1
+    assert "placed nothing" in err and "Some Folder" in out + err
+    assert not (course_dir / "submitted").exists()
+
+
+# ----------------------------------------------------------------------------- 5. a copy ring in a small class
+
+def _answer(k: int) -> str:
+    """A student's own code, different for every k."""
+    names = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta"]
+    ops = ["+", "-", "*", "/"]
+    return "\n".join(f"def step_{names[k]}_{i}(x, y):\n    total = 0\n    for j in range({k + i + 3}):\n"
+                     f"        total = total {ops[(k + i) % 4]} x[j] {ops[(k * i + 1) % 4]} {k * 7 + i} * y\n"
+                     f"    return total {ops[i % 4]} {k + 11}\n" for i in range(6))
+
+
+def test_a_copy_ring_in_a_small_class_is_reported() -> None:
+    """Four byte-identical notebooks among seven: every pair of the four is reported, by default."""
+    ring = _answer(0)
+    works = [similarity.Work(s, "ch1", ring) for s in ("ann", "ben", "cat", "dan")]
+    works += [similarity.Work(s, "ch1", _answer(k)) for k, s in enumerate(("eve", "fay", "gus"), start=1)]
+    pairs = similarity.compare(works)
+    found = {(p.a, p.b) for p in pairs}
+    ring_pairs = {(a, b) for i, a in enumerate(("ann", "ben", "cat", "dan")) for b in ("ann", "ben", "cat", "dan")[i + 1:]}
+    assert ring_pairs <= found, found
+    assert all(p.score == pytest.approx(1.0) for p in pairs if (p.a, p.b) in ring_pairs)
+    assert {(p.a, p.b) for p in pairs[:len(ring_pairs)]} == ring_pairs  # ranked first
+
+
+def test_identical_submissions_are_always_reported() -> None:
+    """Even when every submission is the same (the code is 'common' by any count)."""
+    works = [similarity.Work(s, "ch1", _answer(0)) for s in ("ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal")]
+    assert len(similarity.compare(works)) == 28
+
+
+def test_similarity_help_says_what_common_means_in_students(capsys) -> None:
+    from autograder import cli
+
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["similarity", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    common = out[out.rindex("--common"):]
+    assert "students" in common[:300], common[:300]
+
