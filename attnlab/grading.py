@@ -73,6 +73,24 @@ def is_grading() -> bool:
         os.environ.get("NBGRADER_EXECUTION") in {"autograde", "validate"}
 
 
+def runs_slow_check(what: str) -> bool:
+    """Whether a slow visible check (one that trains a model) runs now; when it does not, it says so.
+
+    The grader skips it: its hidden twin runs instead, on the grader's own data. `python -m
+    attnlab.validate --quick` skips it and prints one line, which validate reports as SKIPPED
+    (`what`: what the check does and how long it takes). Anywhere else (Jupyter, validate's
+    default, nbval) it runs.
+    """
+    from attnlab.validate import QUICK_ENV, SKIPPED_MARK
+
+    if _channel is not None or os.environ.get(GRADING_ENV) or os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return False
+    if os.environ.get(QUICK_ENV):
+        print(SKIPPED_MARK, what, flush=True)
+        return False
+    return True
+
+
 def run_trials(answer: object, trials: Sequence[tuple]) -> list[Outcome]:
     """Call `answer` on every trial (or take it as the value); never raises.
 

@@ -211,11 +211,12 @@ print(f"largest difference from token 4's embedding: {(contexts - M[3]).abs().ma
 torch.set_printoptions(profile="default")
 
 # Checks on the numbers the text below quotes.
-assert dots[3, 3] == 365 and dots[0, 3] == 68 and dots[0, 2] == 50
-assert abs(scores[3, 3].item() - 365 / math.sqrt(3)) < 1e-12
-assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64))
+assert dots[3, 3] == 365 and dots[0, 3] == 68 and dots[0, 2] == 50, "the dot products differ from the ones the text quotes"
+assert abs(scores[3, 3].item() - 365 / math.sqrt(3)) < 1e-12, "the scores are not the dot products over sqrt(3)"
+assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64)), "a row of weights does not sum to 1"
 assert (weights[:, 3] > 0.9999).all(), "every token puts more than 99.99% of its weight on token 4"
-assert abs(weights[0, 2].item() - math.exp(-18 / math.sqrt(3))) < 1e-6  # e^{-(68-50)/sqrt 3} = 3.07e-5
+assert abs(weights[0, 2].item() - math.exp(-18 / math.sqrt(3))) < 1e-6, \
+    "token 1's weight on token 3 is not e^{-(68-50)/sqrt 3} = 3.07e-5, as the text says"
 assert 1e-5 < (contexts - M[3]).abs().max() < 1e-4, "equal to token 4's embedding to four significant digits"
 
 
@@ -275,7 +276,7 @@ fig, ax = plt.subplots(figsize=(5.5, 4.2))
 show_matrix(ax, weights_unit, "weights with unit-length embeddings", ".3f")
 plt.tight_layout()
 plt.show()
-assert (weights_unit - 0.25).abs().max() < 0.01
+assert (weights_unit - 0.25).abs().max() < 0.01, "unit-length embeddings should give weights within 0.01 of uniform"
 
 # %% [markdown]
 # Your `dot_product_attention` computes one row of this table at a time: query $M[t]$
@@ -453,7 +454,7 @@ def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV
 
 diff = (column_attention(M.T, WQ, WK, WV).T - row_form_from_memory(M, WQ, WK, WV)).abs().max().item()
 print(f"max |column_attention(M^T)^T - row form from dot_product_attention| = {diff:.1e}")
-assert diff < 1e-12
+assert diff < 1e-12, f"column_attention and the row form from dot_product_attention differ by {diff:.1e}"
 
 # %% [markdown]
 # Seed 004's stacked product: one multiply by $[W^Q; W^K; W^V]$ gives the projections of
@@ -463,8 +464,10 @@ assert diff < 1e-12
 W_stacked = torch.cat([WQ.reshape(-1, J), WK.reshape(-1, J), WV.reshape(-1, J)])  # [H(2K+I), J]
 stacked = W_stacked @ M.T
 QueryT, KeyT, ValueT = stacked.split([H * K, H * K, H * I])
-assert torch.allclose(QueryT.reshape(H, K, T), torch.einsum("hkj,jt->hkt", WQ, M.T))
-assert torch.allclose(ValueT.reshape(H, I, T), torch.einsum("hij,jt->hit", WV, M.T))
+assert torch.allclose(QueryT.reshape(H, K, T), torch.einsum("hkj,jt->hkt", WQ, M.T)), \
+    "the stacked product's first H*K rows are not the queries of all heads"
+assert torch.allclose(ValueT.reshape(H, I, T), torch.einsum("hij,jt->hit", WV, M.T)), \
+    "the stacked product's last H*I rows are not the values of all heads"
 print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> the projections of all {H} heads")
 
 
@@ -496,7 +499,9 @@ for WQ, WK, WV, WF, beta in levels:
 for level, MTl in enumerate(MTs):
     spread = MTl.std(dim=1).mean().item()
     print(f"level {level}: shape {tuple(MTl.shape)}, spread across items (mean std over t) {spread:.3f}")
-assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all()
+assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all(), \
+    f"after two levels the items should keep their shape {tuple(MT0.shape)} with every entry in (0, 1) (a sigmoid): " \
+    "check the shape your column_attention returns"
 
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
 for ax, level in zip(axes, (0, 1, 2)):
@@ -580,7 +585,8 @@ loop = torch.stack([dot_product_attention(Query[t], Key[:t + 1], Value[:t + 1]) 
 
 diff = (one_pass - loop).abs().max().item()
 print(f"max |one masked pass - position-by-position loop| = {diff:.1e}")
-assert diff < 1e-12
+assert diff < 1e-12, (f"one masked pass and the position-by-position loop differ by {diff:.1e}: "
+                     "run the tests of your dot_product_attention above")
 
 # %% [markdown]
 # The two computations agree to rounding: with the inputs known, masking turns $T$

@@ -456,7 +456,7 @@ K, J = I, H * I
 M = torch.randn(T, J, generator=g, dtype=torch.float64).to(device)
 select = torch.eye(J, dtype=torch.float64, device=device).reshape(H, I, J)  # select[h] picks M's columns h*I..
 blocks = M.view(T, H, I).transpose(0, 1)[None]   # [1, H, T, I]: blocks[0, h] = M's h-th block of I columns
-assert blocks.stride(-1) == 1                     # last dimension contiguous: a fused kernel may take it
+assert blocks.stride(-1) == 1, "the blocks' last dimension must be contiguous for a fused kernel to take them"
 with KernelWatch() as watch:
     fused = fused_attention(blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))  # head h: blocks h, h+1, h+2
 print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {watch.kernel}")
@@ -465,7 +465,7 @@ print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {watch.kernel}")
 mine = self_attention(M, select, select.roll(-1, dims=0), select.roll(-2, dims=0))  # [T, H*I]
 err = (mine.reshape(T, H, I).transpose(0, 1) - fused[0]).abs().max().item()
 print(f"max |self_attention - scaled_dot_product_attention| = {err:.2e}")
-assert err < 1e-10
+assert err < 1e-10, f"your self_attention differs from scaled_dot_product_attention by {err:.2e}: run its tests above"
 
 
 # %% [markdown]

@@ -436,7 +436,7 @@ WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64) / J**0.5 fo
 flattened = attention_1d(M.reshape(X * Y, J), WQ, WK, WV).reshape(X, Y, H * I)
 diff = (spatial_self_attention(M, WQ, WK, WV) - flattened).abs().max().item()
 print(f"max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
-assert diff < 1e-12
+assert diff < 1e-12, f"spatial_self_attention and the flattened 1-D layer differ by {diff:.1e}"
 
 # The per-axis alternative: softmax over x' in each column y' separately, each column weighted 1/Y.
 Query, Key = (torch.einsum("hkj,xyj->hxyk", W, M) for W in (WQ, WK))

@@ -314,7 +314,7 @@ separate = attention_weights(M, WQ, WK)
 merged = merged_attention_weights(M, merge_query_key(WQ, WK))
 diff = (separate - merged).abs().max().item()
 print(f"max |alpha(WQ, WK) - alpha(W~Q)| = {diff:.1e} over {H} heads and {T} x {T} position pairs")
-assert diff < 1e-10
+assert diff < 1e-10, f"the two routes differ by {diff:.1e}: run the tests of your three functions above"
 
 
 # %% [markdown]
@@ -591,8 +591,10 @@ arbitrary = torch.randn(J, J, generator=g, dtype=torch.float64)
 for name, W in [("a product through K = 3 dimensions", low_rank), ("a random 8 x 8 matrix", arbitrary)]:
     rank = torch.linalg.matrix_rank(W).item()
     print(f"{name:34s}: rank {rank}, error of the best rank-{K} approximation {rank_k_error(W, K):.1e}")
-assert torch.linalg.matrix_rank(low_rank).item() <= K and rank_k_error(low_rank, K) < 1e-12
-assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrary, K) > 0.1
+assert torch.linalg.matrix_rank(low_rank).item() <= K and rank_k_error(low_rank, K) < 1e-12, \
+    "a product through K dimensions should have rank at most K and split exactly"
+assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrary, K) > 0.1, \
+    "a random J x J matrix should have full rank and no rank-K split"
 
 # %% [markdown] tags=["solutions-only"]
 # With `merge_query_key`, the split pair merges back to the rank-$K$ approximation:
@@ -618,7 +620,8 @@ ax.set_ylabel("reconstruction error")
 ax.set_title(f"Splitting a random full-rank {J} x {J} " + r"$\tilde W^Q$ into $W^Q, W^K$")
 ax.legend(fontsize=9)
 plt.show()
-assert errors[-1] < 1e-12 and all(e > 1e-3 for e in errors[:-1])
+assert errors[-1] < 1e-12 and all(e > 1e-3 for e in errors[:-1]), \
+    "a random full-rank matrix should split exactly only with K = J"
 
 # %% [markdown] tags=["solutions-only"]
 # A random full-rank $\tilde W^Q$ can be split only with $K = J$; for every smaller $K$ the

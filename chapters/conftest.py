@@ -1,7 +1,8 @@
 """nbval on the chapters' text sources: pytest with --nbval-lax makes each `chapters/chN_name.py`
 into a notebook (`coursenb.chapters`, under _build/notebooks/) and hands that to nbval.
 `--nbval-skip-demos` (scripts/test.sh --fast) runs each chapter as the grader does: the long
-demonstrations skipped (attnlab.grading.is_grading() is true in the kernel), the hidden checks judged locally."""
+demonstrations skipped (attnlab.grading.is_grading() is true in the kernel) and the slow visible checks too
+(attnlab.grading.runs_slow_check), the hidden checks judged locally."""
 from __future__ import annotations
 
 import contextlib
@@ -12,10 +13,11 @@ from pathlib import Path
 import pytest
 from nbval.plugin import IPyNbFile
 
+from attnlab.validate import QUICK_ENV
 from coursenb import chapters
 
 NOTEBOOKS = chapters.ROOT / "_build" / "notebooks"
-AS_GRADED = {"NBGRADER_EXECUTION": "validate"}  # what `attnlab.validate` sets to skip the demos
+AS_GRADED = {"NBGRADER_EXECUTION": "validate", QUICK_ENV: "1"}  # what `attnlab.validate --quick` sets
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

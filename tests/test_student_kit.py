@@ -6,6 +6,7 @@ the README's one command, and run a chapter's visible tests with `attnlab.valida
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attnlab import validate
 from autograder import cli, course
 from coursenb import cells
 from coursenb.chapters import ROOT, select
@@ -52,6 +54,20 @@ def test_the_readme_and_the_students_page_give_the_same_commands() -> None:
     page = _bash_blocks((ROOT / "front" / "students.md").read_text())
     assert INSTALL in readme and "python -m attnlab.validate ch1_parallel_time.ipynb" in readme
     assert readme == page, "attnlab/README.md (the zip's README) and front/students.md must give the same commands"
+
+
+def _install_costs(markdown: str) -> str:
+    """The paragraphs on what installing costs and where PyTorch has wheels, as one line."""
+    found = re.search(r"The one `pip install` brings.*?on an Intel Mac\.", markdown, re.S)
+    assert found, "no paragraph on what installing costs"
+    return " ".join(found.group(0).split())
+
+
+def test_the_readme_and_the_students_page_state_the_same_install_costs() -> None:
+    readme = _install_costs((KIT / "README.md").read_text())
+    assert readme == _install_costs((ROOT / "front" / "students.md").read_text())
+    assert "torch==2.13.0" in (KIT / "pyproject.toml").read_text() and "PyTorch 2.13.0" in readme
+    assert "200 MB" not in readme and "1.3 GB on disk" in readme
 
 
 @pytest.fixture
@@ -99,6 +115,97 @@ def test_the_kit_holds_no_solution() -> None:
     assert not secret_calls & used, f"the kit computes what a solution computes: {sorted(secret_calls & used)}"
 
 
+def _worth(text: str) -> tuple[float, float, float]:
+    """(total, autograded, by hand) from validate's summary."""
+    found = re.search(r"worth ([\d.]+) points: ([\d.]+) autograded in \d+ test cells, ([\d.]+) graded by hand", text)
+    assert found, text
+    return tuple(float(x) for x in found.groups())
+
+
+@pytest.mark.parametrize("chapter", [c.assignment for c in select()])
+def test_validate_counts_what_each_chapter_is_worth(chapter: str) -> None:
+    """Untouched and solved, every chapter's summary adds up to its points and names each question graded by
+    hand with its points; the solved one counts every autograded point as passing its visible checks, and says
+    that this is not a predicted grade (the hidden checks run only when graded)."""
+    source = select([chapter])[0].read()
+    total = sum(cells.points(c) for c in source.cells)
+    manual = {cells.grade_id(c): cells.points(c) for c in source.cells if cells.is_manual(c)}
+    auto = total - sum(manual.values())
+    release = cells.release(source)
+    for nb, ready in ((release, False), (_filled(release, source), True)):
+        text, ok = validate.summary(validate.report(nb))
+        assert ok == ready and ("Ready to submit" in text) == ready, text
+        assert _worth(text) == (total, auto, sum(manual.values())), text
+        if ready:  # (the untouched release did not run: its test cells have no error to report)
+            assert sum(float(p) for p in re.findall(r"^\s+PASS\s+\S+ \(([\d.]+) points?\)", text, re.M)) == auto
+            assert f"pass ({auto:g} of {auto:g} points)" in text, text
+        for name, points in manual.items():
+            assert re.search(rf"Graded by hand, not checked here: .*{name} \({points:g} points?, in section", text), text
+        assert "hidden checks, which run only when your notebook is graded" in text and "not a predicted grade" in text
+
+
+def _executed(*outputs: list) -> nbformat.NotebookNode:
+    """A notebook of one section whose test cells ran with these outputs."""
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## 4.4 Training")] + [
+        nbformat.v4.new_code_cell(f"check_{i}()", outputs=out, metadata=_meta(grade=True, locked=True, points=3,
+                                                                               grade_id=f"test_{i}"))
+        for i, out in enumerate(outputs)])
+
+
+def test_a_visible_check_that_did_not_run_is_skipped_never_passed() -> None:
+    skip = nbformat.v4.new_output("stream", name="stdout", text=f"{validate.SKIPPED_MARK} it trains, 20 s\n")
+    error = nbformat.v4.new_output("error", ename="Explained", evalue="0.765 nats above the optimum", traceback=[])
+    found = validate.report(_executed([skip], [skip, error], []))
+    assert [r.status for r in found] == ["SKIPPED", "FAIL", "PASS"]
+    text, ok = validate.summary(found, "python -m attnlab.validate ch4_blank_lm.ipynb")
+    assert not ok and "Ready to submit" not in text and "PASS    test_0" not in text, text
+    assert re.search(r'SKIPPED test_0 \(3 points\), in section "4.4 Training", the cell that begins "check_0\(\)":\n'
+                     r"\s+not run \(it trains, 20 s\); python -m attnlab.validate ch4_blank_lm.ipynb runs it", text), text
+    text, ok = validate.summary(validate.report(_executed([skip])), "python -m attnlab.validate ch4_blank_lm.ipynb")
+    assert not ok and text.endswith("Not ready: 1 visible check did not run; "
+                                    "python -m attnlab.validate ch4_blank_lm.ipynb runs every one."), text
+
+
+@pytest.mark.parametrize("env, runs, says", [
+    ({}, True, False),                                       # Jupyter, nbval
+    ({"NBGRADER_EXECUTION": "validate"}, True, False),       # python -m attnlab.validate (and nbgrader validate)
+    ({"NBGRADER_EXECUTION": "validate", validate.QUICK_ENV: "1"}, False, True),  # ... --quick
+    ({"NBGRADER_EXECUTION": "autograde"}, False, False),     # the grader runs the hidden twin instead
+    ({"ATTNLAB_GRADING": "1", validate.QUICK_ENV: "1"}, False, False),
+])
+def test_a_slow_visible_check_runs_except_when_graded_or_quick(env: dict, runs: bool, says: bool, monkeypatch,
+                                                               capsys) -> None:
+    from attnlab import grading
+
+    for name in ("NBGRADER_EXECUTION", "ATTNLAB_GRADING", validate.QUICK_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert grading.runs_slow_check("it trains") is runs
+    assert capsys.readouterr().out == (f"{validate.SKIPPED_MARK} it trains\n" if says else "")
+
+
+def _bare_asserts(nb: nbformat.NotebookNode) -> list[str]:
+    """The asserts without a message in `nb`'s code cells."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tree = ast.parse(cell.source)
+            found += [ast.get_source_segment(cell.source, node) for node in ast.walk(tree)
+                      if isinstance(node, ast.Assert) and node.msg is None]
+    return found
+
+
+def test_every_assert_a_student_sees_says_what_went_wrong() -> None:
+    """A bare `assert` fails with an empty AssertionError: in every cell of every release (what the student
+    runs), an assert carries a sentence."""
+    bare = {c.assignment: _bare_asserts(cells.release(c.read())) for c in select()}
+    assert not {k: v for k, v in bare.items() if v}, f"asserts without a message: {bare}"
+    planted = cells.release(select(["ch0"])[0].read())
+    planted.cells.append(nbformat.v4.new_code_cell("x = 2\nassert 1 + 1 == x"))
+    assert _bare_asserts(planted) == ["assert 1 + 1 == x"]
+
+
 # ---------------------------------------------------------------- slow: validate, and a clean install
 
 
@@ -106,32 +213,48 @@ def _run(cmd: list[str], cwd: Path, timeout: int = 1800, env: dict | None = None
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def _meta(**kw) -> dict:
+    return {"nbgrader": {"schema_version": 3, "grade": False, "locked": False, "solution": False, **kw}}
+
+
 @pytest.mark.slow
 def test_validate_reports_tests_stubs_and_failing_cells(tmp_path: Path) -> None:
-    def meta(**kw) -> dict:
-        return {"nbgrader": {"schema_version": 3, "grade": False, "locked": False, "solution": False, **kw}}
-
     nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Chapter 9\n\n## 9.1 Adding one"),
         nbformat.v4.new_code_cell("def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
-                                  metadata=meta(solution=True, grade_id="f")),
-        nbformat.v4.new_code_cell("assert f(1) == 2, 'f(1) should be 2'", metadata=meta(grade=True, locked=True,
-                                                                                        points=2, grade_id="test_f")),
-        nbformat.v4.new_code_cell("import os\nassert os.environ['NBGRADER_EXECUTION'] == 'validate'",
-                                  metadata=meta(grade=True, locked=True, points=1, grade_id="test_as_graded")),
-        nbformat.v4.new_code_cell("1 / 0"),
+                                  metadata=_meta(solution=True, grade_id="f")),
+        nbformat.v4.new_code_cell("assert f(1) == 2, 'f(1) should be 2'", metadata=_meta(grade=True, locked=True,
+                                                                                         points=2, grade_id="test_f")),
+        nbformat.v4.new_code_cell("import os\nassert os.environ['NBGRADER_EXECUTION'] == 'validate', 'as graded'",
+                                  metadata=_meta(grade=True, locked=True, points=1, grade_id="test_as_graded")),
+        nbformat.v4.new_code_cell("from attnlab.grading import runs_slow_check\nif runs_slow_check('it trains'):\n"
+                                  "    raise AssertionError('trained badly')",
+                                  metadata=_meta(grade=True, locked=True, points=4, grade_id="test_slow")),
+        nbformat.v4.new_markdown_cell("### 9.2 Dividing"),
+        nbformat.v4.new_code_cell("ratio = 1 / 0"),
+        nbformat.v4.new_markdown_cell("YOUR ANSWER HERE", metadata=_meta(grade=True, solution=True, points=3,
+                                                                          grade_id="essay")),
     ])
     path = tmp_path / "ch9_demo.ipynb"
     nbformat.write(nb, str(path))
     before = path.read_bytes()
-    result = _run([sys.executable, "-m", "attnlab.validate", str(path)], tmp_path, timeout=900)
+    result = _run([sys.executable, "-m", "attnlab.validate", "--quick", str(path)], tmp_path, timeout=900)
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert re.search(r"TODO\s+f: still raises NotImplementedError", out), out
-    assert re.search(r"FAIL\s+test_f \(2 points\): NotImplementedError", out), out
+    assert re.search(r'TODO\s+f, in section "9.1 Adding one", the cell that begins "def f\(x\):"', out), out
+    assert re.search(r"FAIL\s+test_f \(2 points\), in .*\n\s+NotImplementedError", out), out
     assert re.search(r"PASS\s+test_as_graded \(1 point\)", out), "long demos are skipped, as when graded: " + out
-    assert re.search(r"ERROR\s+cell 4: ZeroDivisionError", out), out
-    assert "1 of 2 pass (1 of 3 points)" in out and "Not ready" in out
+    assert re.search(r"SKIPPED test_slow \(4 points\), in .*\n\s+not run \(it trains\); "
+                     r"python -m attnlab.validate ch9_demo.ipynb runs it", out), out
+    assert re.search(r'ERROR\s+a cell, in section "9.2 Dividing", the cell that begins "ratio = 1 / 0":\n'
+                     r"\s+ZeroDivisionError", out), out
+    assert re.search(r"TODO\s+essay \(3 points\)", out), out
+    assert "worth 10 points: 7 autograded in 3 test cells, 3 graded by hand" in out, out
+    assert "1 of 3 test cells pass (1 of 7 points); 1 did not run (4 points)" in out and "Not ready" in out, out
     assert path.read_bytes() == before, "validate never writes to the student's notebook"
+    slow = _run([sys.executable, "-m", "attnlab.validate", str(path)], tmp_path, timeout=900).stdout
+    assert re.search(r"FAIL\s+test_slow \(4 points\), in .*\n\s+AssertionError: trained badly", slow), \
+        "by default validate runs the slow checks: " + slow
     assert _run([sys.executable, "-m", "attnlab.validate", str(tmp_path / "nope.ipynb")], tmp_path).returncode == 2
 
 
@@ -143,6 +266,28 @@ def _filled(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> nb
         if cells.is_solution(cell):
             cell.source = answers[cells.grade_id(cell)]
     return nb
+
+
+@pytest.mark.slow
+def test_validate_fails_a_chapter_4_head_that_reads_one_side(tmp_path: Path) -> None:
+    """The forward-only head is a valid distribution (its first test cell passes) that trains 0.77 nats above
+    the optimum: validate's default trains it as the grader does and reports FAIL, never PASS. The notebook is
+    the release with the reference answers and this head, cut after the training check (what it needs)."""
+    from solutions.mistakes import apply, wrong_for
+
+    chapter = select(["ch4"])[0]
+    wrong = next(w for w in wrong_for("ch4") if w.loses == ("test_blank_lm",))
+    nb = _filled(cells.release(chapter.read()), apply(chapter.read(), wrong))
+    last = next(i for i, c in enumerate(nb.cells) if cells.grade_id(c) == "test_blank_lm")
+    nb.cells = nb.cells[:last + 1]
+    path = tmp_path / f"{chapter.notebook}.ipynb"
+    nbformat.write(nb, str(path))
+    result = _run([sys.executable, "-m", "attnlab.validate", path.name], tmp_path, timeout=1200)
+    out = result.stdout
+    assert result.returncode == 1 and "Ready to submit" not in out, out + result.stderr
+    assert re.search(r"PASS\s+test_blank_head \(3 points\)", out), out
+    assert re.search(r"FAIL\s+test_blank_lm \(3 points\), in .*\n\s+Explained: your trained model is [\d.]+ nats "
+                     r"above the optimum", out), out
 
 
 @pytest.mark.slow
