@@ -243,17 +243,15 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Summary per chapter, where the class lost points (per graded cell and per hidden check, with the most
-    common failure messages), and plots in course/report/."""
+    common failure messages), the behaviour checks' figures, and plots, an HTML page and CSV files in
+    course/report/."""
     from autograder import report
 
     done = Course(args.course).report()
-    _print(table(report.SUMMARY_HEADERS, done.summary, title="class summary (graded submissions, final scores)"))
-    rows = [[c.assignment, c.grade_id, c.points, c.graded, c.failed, c.how.get("hidden check", 0),
-             c.how.get("visible test or error", 0), c.how.get("stopped or not run", 0) + c.how.get("notebook not run", 0)]
-            for c in done.cells if c.graded]
+    _print(table(report.SUMMARY_HEADERS, done.summary, title="class summary (final scores of the submissions)"))
     _print()
-    _print(table(["chapter", "graded cell", "points", "graded", "lost points", "hidden check", "visible test/error",
-                  "stopped/not run"], rows, title="where points were lost, per graded cell (submissions)"))
+    _print(table(report.CELL_HEADERS, report.cell_rows(done.cells),
+                 title="where points were lost, per graded cell (submissions)"))
     messages = [[c.grade_id, n, m] for c in done.cells for m, n in c.messages.most_common(3)]
     if messages:
         _print()
@@ -261,10 +259,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                      title="most common failure messages (up to 3 per cell)"))
     if done.checks:
         _print()
-        _print(table(["hidden check", "cell", "graded", "failed", "check failed", "cell failed before it"],
-                     [[c.name, c.grade_id, c.graded, c.failed, c.failed_check, c.failed_before]
-                      for c in done.checks if c.graded][:20], title="hidden checks failed most often (submissions)"))
+        _print(table(report.CHECK_HEADERS, report.check_rows(done.checks)[:20],
+                     title="hidden checks failed most often (submissions)"))
+    if done.figures:
+        _print()
+        _print(table(report.FIGURE_HEADERS, done.figures, title="behaviour checks: the statistic, its bound and the "
+                                                                "margin (bound - value), per submission"))
     _print(f"\nplots: {', '.join(str(p) for p in done.plots)}")
+    _print(f"tables: {', '.join(str(p) for p in done.files)}")
     return 0
 
 

@@ -203,13 +203,15 @@ class Exported:
 
 @dataclass
 class Report:
-    """The instructor's report: per-chapter summary rows, failures per graded cell and per hidden check,
-    and the files written."""
+    """The instructor's report: per-chapter summary rows, failures per graded cell and per hidden check, the
+    behaviour checks' figures, and the files written (plots, index.html, one CSV per table)."""
 
     summary: list
     cells: list
     checks: list
+    figures: list
     plots: list[Path]
+    files: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -524,9 +526,15 @@ class Course:
 
         cls = self.grades()
         logs = self.logs()
+        out = Path(out_dir) if out_dir else self.root / "report"
         cells_, checks = report.failures(cls, logs, self.root)
-        plots = report.plot_all(cls, logs, Path(out_dir) if out_dir else self.root / "report", self.root)
-        return Report(report.chapter_summary(cls), cells_, checks, plots)
+        plots = report.plot_all(cls, logs, out, self.root)
+        summary, figures = report.chapter_summary(cls), report.figure_rows(logs)
+        files = report.write_tables(out, {"summary": (report.SUMMARY_HEADERS, summary),
+                                          "cells": (report.CELL_HEADERS, report.cell_rows(cells_)),
+                                          "checks": (report.CHECK_HEADERS, report.check_rows(checks)),
+                                          "figures": (report.FIGURE_HEADERS, figures)}, plots)
+        return Report(summary, cells_, checks, figures, plots, files)
 
     def similarity(self, assignment: str | None = None, common: float = 0.25) -> Similarity:
         """Every pair of students per assignment ranked by the uncommon code they share; COURSE/similarity/."""

@@ -11,13 +11,34 @@ Every field is typed here and nowhere else: the JSON is made by `asdict` and rea
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 LOG_NAME = "grading_log.json"
 ENGINE_VERSION = "2"  # a log of another version is graded again
+
+
+# A behaviour check's figure, as its message carries it on a pass and on a fail: "(gap 0.071, bound 0.1, margin 0.029)".
+_NUMBER = r"-?(?:\d[\d.]*(?:e[+-]?\d+)?|inf|nan)"
+FIGURE = re.compile(rf"\((?P<name>[a-z][a-z \-]{{0,40}}?) (?P<value>{_NUMBER}), bound (?P<bound>{_NUMBER}), "
+                    rf"margin (?P<margin>{_NUMBER})\)")
+
+
+def figure(name: str, value: float, bound: float) -> str:
+    """A statistic judged against an upper bound, as a message shows it: its value, the bound, and the margin
+    (bound - value: how far inside the bound; negative or nan outside). The judge passes only on a finite
+    value within its bound; the feedback page and the report read the figure back with `figures`."""
+    margin = bound - value if math.isfinite(value) else math.nan
+    return f"({name} {value:.3g}, bound {bound:g}, margin {margin:.3g})"
+
+
+def figures(text: str) -> list[tuple[str, float, float, float]]:
+    """Every figure in `text`: (statistic, value, bound, margin)."""
+    return [(m["name"], float(m["value"]), float(m["bound"]), float(m["margin"])) for m in FIGURE.finditer(text)]
 
 
 class LogError(ValueError):

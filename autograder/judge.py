@@ -17,7 +17,7 @@ import torch
 from attnlab.grading import RECORD, Outcome, run_trials, split_record_request
 from attnlab.wire import Received
 from autograder.checks import CHECKS, AnswerCheck, FunctionCheck
-from autograder.checks.base import BehaviourCheck, Check, EquationCheck, ValueCheck
+from autograder.checks.base import BehaviourCheck, Check, EquationCheck, Passed, ValueCheck
 
 SEED_ENV = "ATTNLAB_SEED"  # fixes the local judge's seed (to reproduce a failure)
 
@@ -111,6 +111,8 @@ def _judge_behaviour(check: BehaviourCheck, trials: Sequence[tuple], outcomes: S
             where = f"on trial {i + 1} of {len(trials)} ({describe(check.public(args))})"
             return Verdict(False, f"your function raised {outcome.error} {where}")
     problem = check.verify(trials, [o.value for o in outcomes])
+    if isinstance(problem, Passed):
+        return Verdict(True, str(problem))
     return Verdict(problem is None, problem or f"all {len(trials)} trials behave as asked")
 
 

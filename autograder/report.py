@@ -8,8 +8,15 @@
 * per hidden check: every submission whose cell failed fails the check too, whether the
   check ran and failed or the cell failed before it could run (a wrong answer usually
   fails a visible test first, so counting only the checks that ran would hide most of it);
+* per behaviour check and submission, its figure: the statistic, its bound and the margin, on
+  a pass as on a fail (`autograder.gradinglog.figure`, read back from the grading log's reasons);
 * plots with integer count axes: a score distribution per graded cell, each chapter's
   totals as a dot plot whose dots at equal scores stand side by side, and the failed checks.
+
+Every table is also written beside the plots: `report/index.html` (the tables and the plots,
+one page with no script) and one CSV per table (`summary.csv`, `cells.csv`, `checks.csv`,
+`figures.csv`). Columns are named for what they count; a chapter nobody submitted says
+"no submissions" where a mean would be undefined.
 """
 from __future__ import annotations
 
@@ -19,20 +26,52 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grades import Class, summary_stats
-from autograder.gradinglog import NotebookLog
+from autograder.gradinglog import NotebookLog, figures
 
-SUMMARY_HEADERS = ["chapter", "max", "students", "mean", "median", "full marks", "zero", "late"]
+SUMMARY_HEADERS = ["chapter", "points", "submissions", "mean final score", "median final score",
+                   "with full marks", "with 0", "charged as late"]
+CELL_HEADERS = ["chapter", "graded cell", "points", "graded submissions", "submissions that lost points",
+                "to a hidden check", "to a visible test or error", "stopped or not run"]
+CHECK_HEADERS = ["hidden check", "graded cell", "graded submissions", "failed in all", "the check failed",
+                 "the cell failed before it"]
+FIGURE_HEADERS = ["chapter", "graded cell", "student", "verdict", "statistic", "value", "bound", "margin"]
+NO_SUBMISSIONS = "no submissions"
 
 
 def chapter_summary(cls: Class) -> list[list[object]]:
-    """Rows: assignment, max, students, mean, median, full marks, zero, late (charged; graded submissions only)."""
+    """Rows of SUMMARY_HEADERS (final scores of the submissions; late: charged by the policy)."""
     rows = []
     max_by = cls.assignment_max()
     totals = cls.assignment_totals()
     for assignment, scores in _submitted_totals(cls).items():
         s = summary_stats(scores, max_by[assignment])
         late = sum(1 for (_, a), t in totals.items() if a == assignment and t.lateness and t.lateness.days > 0)
-        rows.append([assignment, max_by[assignment], s["students"], s["mean"], s["median"], s["full"], s["zero"], late])
+        mean, median = (s["mean"], s["median"]) if scores else (NO_SUBMISSIONS, NO_SUBMISSIONS)
+        rows.append([assignment, max_by[assignment], s["students"], mean, median, s["full"], s["zero"], late])
+    return rows
+
+
+def cell_rows(cells: list[CellFailures]) -> list[list[object]]:
+    """Rows of CELL_HEADERS: the graded cells some submission was graded on."""
+    return [[c.assignment, c.grade_id, c.points, c.graded, c.failed, c.how.get("hidden check", 0),
+             c.how.get("visible test or error", 0), c.how.get("stopped or not run", 0) + c.how.get("notebook not run", 0)]
+            for c in cells if c.graded]
+
+
+def check_rows(checks: list[CheckFailures]) -> list[list[object]]:
+    """Rows of CHECK_HEADERS, the checks failed most often first."""
+    return [[c.name, c.grade_id, c.graded, c.failed, c.failed_check, c.failed_before] for c in checks if c.graded]
+
+
+def figure_rows(logs: list[NotebookLog]) -> list[list[object]]:
+    """Rows of FIGURE_HEADERS: every figure a graded cell's reason carries (a behaviour check's statistic, bound
+    and margin), passed or failed, per submission."""
+    rows = []
+    for log in sorted(logs, key=lambda lg: (lg.assignment, lg.student)):
+        for cell in log.cells:
+            for name, value, bound, margin in figures(cell.reason):
+                rows.append([log.assignment, cell.grade_id, log.student, "passed" if cell.passed else "failed",
+                             name, f"{value:.3g}", f"{bound:g}", f"{margin:.3g}"])
     return rows
 
 
@@ -274,3 +313,40 @@ def plot_failed_checks(checks: list[CheckFailures], out_dir: Path, top: int = 15
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+# ----------------------------------------------------------------------------- the files beside the plots
+
+
+def write_tables(out_dir: Path, tables: dict[str, tuple[list[str], list[list[object]]]], plots: list[Path]) -> list[Path]:
+    """`tables` (name -> headers, rows) as name.csv each, and index.html with every table and plot; their paths."""
+    import base64
+
+    from autograder import export
+    from autograder.pages import render
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (headers, rows) in tables.items():
+        path = out_dir / f"{name}.csv"
+        export._write(path, headers, [[_cell(x) for x in row] for row in rows])
+        written.append(path)
+    images = [{"name": p.name, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
+              for p in plots if p.suffix == ".png" and p.is_file()]
+    page = out_dir / "index.html"
+    page.write_text(render("report.html.j2", title="Class report", images=images,
+                           tables=[{"name": name, "title": TITLES.get(name, name), "headers": h,
+                                    "rows": [[_cell(x) for x in row] for row in rows]}
+                                   for name, (h, rows) in tables.items()]), encoding="utf-8")
+    return [page, *written]
+
+
+TITLES = {"summary": "Class summary (final scores of the submissions)",
+          "cells": "Where points were lost, per graded cell (submissions)",
+          "checks": "Hidden checks failed most often (submissions)",
+          "figures": "Behaviour checks: the statistic, its bound and the margin, per submission (pass and fail)"}
+
+
+def _cell(x: object) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)

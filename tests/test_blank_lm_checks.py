@@ -18,6 +18,7 @@ from attnlab import wire
 from attnlab.data.grammar import GRAMMAR
 from attnlab.grading import Outcome, run_trials
 from autograder.checks import ch4 as checks
+from autograder.gradinglog import figures
 from autograder.judge import judge, make_trials, sent
 from coursenb.chapters import select
 from solutions import ch4
@@ -105,6 +106,9 @@ def test_the_exact_posterior_passes_and_sets_the_optimum(lm_trials) -> None:
     log_p = checks.lm_reference(*lm_trials[0])
     verdict = _lm(lm_trials, log_p)
     assert verdict.passed, verdict.message
+    (name, value, bound, margin), = figures(verdict.message)  # the figure reaches a pass too
+    assert name == "gap in nats" and bound == checks.GAP and 0 <= value < 1e-3 and margin == pytest.approx(bound - value,
+                                                                                                        abs=1e-3)
     cross, optimum = checks.held_out_gap(lm_trials[0], log_p)
     assert 0 <= cross - optimum < 1e-3
     assert optimum == pytest.approx(GRAMMAR.blank_optimum(lm_trials[0][-1]["held"]), abs=0.15)  # one blank vs all
@@ -114,6 +118,8 @@ def test_a_uniform_guess_fails(lm_trials) -> None:
     queries, n_words = lm_trials[0][2].shape[0], lm_trials[0][5]
     verdict = _lm(lm_trials, torch.zeros(queries, n_words))
     assert not verdict.passed and "above the Bayes optimum" in verdict.message
+    (_, value, bound, margin), = figures(verdict.message)
+    assert value > bound and margin < 0
 
 
 def test_the_public_grammar_without_the_renaming_fails(lm_trials) -> None:

@@ -536,6 +536,8 @@ def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> 
 def test_report_summary_and_plots(capsys, graded) -> None:
     code, out, _ = run(capsys, "report", "--course", graded)
     assert code == 0
+    from autograder import report
+
     line = next(line for line in out.splitlines() if line.startswith("ch1"))
     # final: ada all, alan all but test_self_attention, edsger 0, grace late: one full, one zero, one late
     finals = [TOTAL, raw("alan"), 0.0, GRACE_FINAL]
@@ -551,6 +553,28 @@ def test_report_summary_and_plots(capsys, graded) -> None:
     pngs = sorted(p.name for p in (graded / "report").glob("*.png"))
     assert pngs == ["ch1_cells.png", "hidden_checks_failed.png", "totals.png"]
     assert all((graded / "report" / p).stat().st_size > 5_000 for p in pngs)
+    with (graded / "report" / "summary.csv").open(newline="") as f:  # the tables beside the plots
+        assert next(csv.reader(f)) == report.SUMMARY_HEADERS
+    page = (graded / "report" / "index.html").read_text()
+    assert "submissions that lost points" in page and page.count('src="data:image/png;base64,') == 3
+    assert "<script" not in page and "nan" not in page.split("<h2>Plots")[0]
+
+
+def test_report_says_no_submissions_and_shows_figures_on_pass_and_fail() -> None:
+    from autograder import report
+    from autograder.grades import CellGrade, Class
+    from autograder.gradinglog import figure
+
+    cls = Class([("ch1", "a", 4.0), ("ch2", "b", 3.0)], {("ch1", "a"): {"t": 4.0}, ("ch2", "b"): {"u": 3.0}},
+                {"ada": {}}, [CellGrade("ada", "ch1", "a", "t", 4.0, 4.0)])
+    rows = {r[0]: r for r in report.chapter_summary(cls)}
+    assert rows["ch2"][2:5] == [0, report.NO_SUBMISSIONS, report.NO_SUBMISSIONS] and rows["ch1"][3] == 4.0
+    logs = [NotebookLog(s, "ch4", "b", None, None, "t", (CellLog("test_blank_lm", score, 3.0, reason),))
+            for s, score, reason in (("ada", 3.0, f"passed: after 150 steps ... {figure('gap in nats', 0.071, 0.1)}"),
+                                     ("bob", 0.0, f"hidden test failed: ... {figure('gap in nats', 0.765, 0.1)}"),
+                                     ("cy", 0.0, "the cell raised NameError: x"))]
+    assert report.figure_rows(logs) == [["ch4", "test_blank_lm", "ada", "passed", "gap in nats", "0.071", "0.1", "0.029"],
+                                        ["ch4", "test_blank_lm", "bob", "failed", "gap in nats", "0.765", "0.1", "-0.665"]]
 
 
 def test_report_groups_messages_and_spreads_equal_scores() -> None:

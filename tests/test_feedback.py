@@ -221,3 +221,29 @@ def test_the_page_names_no_internal_exception_explains_a_stub_and_has_no_dead_li
 ])
 def test_plain_reasons(reason, plain) -> None:
     assert feedback.plain_reason(reason) == plain
+
+
+def test_a_behaviour_checks_figure_reaches_the_page_on_pass_and_fail() -> None:
+    """The statistic, its bound and the margin: a passing cell's reason keeps its checks' figures (the engine's
+    scoring), and the feedback page shows them as it shows a failure's."""
+    from autograder.engine import scoring
+    from autograder.gradinglog import figure, figures
+
+    source = 'hidden_check("ch4.blank_lm", fit_blank_lm)'
+    cell = graded_cell(source, "test_blank_lm", 3)
+    cell.outputs = []
+    passed = f"after 150 training steps the held-out gap is small {figure('gap in nats', 0.071, 0.1)}"
+    failed = f"after 150 training steps the held-out gap is large {figure('gap in nats', 0.765, 0.1)}"
+    plain = "all 10 trials match the reference"
+    verdicts = {"pass": (True, passed), "fail": (False, failed), "plain": (True, plain)}
+    scored = {k: scoring.score_cell(nbformat.from_dict(cell), {"status": "ok"}, [("ch4.blank_lm", [b"x"])],
+                                    lambda name, blobs, v=v: v, None) for k, v in verdicts.items()}
+    assert scored["pass"].score == 3 and figures(scored["pass"].reason) == [("gap in nats", 0.071, 0.1, 0.029)]
+    assert scored["fail"].score == 0 and figures(scored["fail"].reason)[0][3] == pytest.approx(-0.665)
+    assert scored["plain"].reason == "passed"  # a check without a figure says nothing more
+    for k in ("pass", "fail"):
+        log = NotebookLog("eve", "ch4", "nb", None, None, "t", (CellLog("test_blank_lm", scored[k].score, 3.0,
+                                                                        scored[k].reason),))
+        page = html.unescape(build(nbformat.v4.new_notebook(cells=[cell]),
+                                   [CellGrade("eve", "ch4", "nb", "test_blank_lm", scored[k].score, 3.0)], log))
+        assert "bound 0.1, margin " + ("0.029" if k == "pass" else "-0.665") in page

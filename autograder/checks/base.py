@@ -233,6 +233,10 @@ class EquationCheck:
 
 
 
+class Passed(str):
+    """What a behaviour check's `verify` returns for a pass with a figure: the sentence that carries it."""
+
+
 @dataclass(frozen=True)
 class BehaviourCheck:
     """A check decided by one function of all the outcomes, not by comparing each with one output: a
@@ -243,13 +247,15 @@ class BehaviourCheck:
     held-out set's answers, a secret relabelling) and the student's function is called on the
     others. `verify(trials, values)` sees the whole trials and every output (plain data as it
     arrived: read tensors with `received`), and returns None if they pass or one sentence saying
-    why not. `reference(*trial)` is an acceptable answer's output for one trial: the grader checks
-    at start-up that it passes.
+    why not; a pass with a figure to show (a statistic, its bound and the margin:
+    `autograder.gradinglog.figure`) returns it as `Passed(sentence)`, and the feedback and the
+    report show it as they show a failure's. `reference(*trial)` is an acceptable answer's output
+    for one trial: the grader checks at start-up that it passes.
     """
 
     reference: Callable[..., object]
     trials: Callable[[torch.Generator], list[tuple]]
-    verify: Callable[[Sequence[tuple], Sequence[object]], str | None]
+    verify: Callable[[Sequence[tuple], Sequence[object]], str | Passed | None]
     private: int = 0
 
     def public(self, trial: tuple) -> tuple:

@@ -28,7 +28,8 @@ import torch
 
 from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, MASK, SPECIALS
-from autograder.checks.base import DTYPES, BehaviourCheck, devices, randn, received
+from autograder.checks.base import DTYPES, BehaviourCheck, Passed, devices, randn, received
+from autograder.gradinglog import figure
 from solutions import ch4
 
 # ---------------------------------------------------------------- (a), (b): the head alone
@@ -192,8 +193,9 @@ def held_out_gap(trial: tuple, log_p: torch.Tensor) -> tuple[float, float]:
     return term(post, log_q).sum(1).mean().item(), term(post, torch.log(post)).sum(1).mean().item()
 
 
-def verify_lm(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
-    """None if the trained model's held-out blanks are within GAP of the optimum and ignore the blank's word."""
+def verify_lm(trials: Sequence[tuple], values: Sequence[object]) -> str | Passed:
+    """A pass (with its figure: the held-out gap, GAP, the margin) if the trained model's held-out blanks are within
+    GAP of the optimum and ignore the blank's word; else why not (with the figure where the gap decided)."""
     (trial,), (value,) = trials, values
     n_words, queries = trial[5], trial[2].shape[0]
     got = received(value)
@@ -215,10 +217,11 @@ def verify_lm(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
                 "blank changed: the model reads the word it must predict")
     cross_entropy, optimum = held_out_gap(trial, out)
     gap = cross_entropy - optimum  # +inf where the model gives -inf to a word the exact posterior does not
+    said = (f"after {trial[6]} training steps the held-out blank cross-entropy is {cross_entropy:.3f} nats, "
+            f"{gap:.3f} above the Bayes optimum {optimum:.3f} {figure('gap in nats', gap, GAP)}")
     if not (math.isfinite(gap) and gap <= GAP):
-        return (f"after {trial[6]} training steps the held-out blank cross-entropy is {cross_entropy:.3f} nats, "
-                f"{gap:.3f} above the Bayes optimum {optimum:.3f} (allowed: {GAP})")
-    return None
+        return said
+    return Passed(said)
 
 
 CHECKS = {

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode, from_dict
 
+from autograder.gradinglog import FIGURE
 from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
 
 PIECE_BYTES = 64  # what one output piece costs against the byte cap, besides its text
@@ -177,6 +178,7 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
         score, reason = 0.0, "the cell raised an error"
     failed: list[str] = []
     messages: list[str] = []
+    shown: list[str] = []  # figures of passing checks (a statistic, its bound, the margin)
     for name in hidden_check_names(cell.source):
         mine = [blobs for n, blobs in reports if n == name]
         if not mine:
@@ -190,6 +192,10 @@ def score_cell(cell: NotebookNode, record: dict, reports: list[tuple[str, list[b
                 failed.append(name)
                 messages.append(_fail(cell, name, message))
                 break
+            if FIGURE.search(message):
+                shown.append(message)
+    if score and not failed and reason == "passed" and shown:
+        reason = f"passed: {'; '.join(shown)}"
     if failed and score:
         reason = f"hidden test {failed[0]} failed: {messages[0]}"
     if failed:
