@@ -23,20 +23,16 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lark import PostLex
 from lark.visitors import Transformer_NonRecursive
 
-MAX_LENGTH = 400            # characters in an answer
-MAX_DEPTH = 40              # nested brackets, functions and powers
-MAX_EXPONENT = 100          # |exponent| written in an answer
-MAX_DIGITS = 20             # digits of one number written in an answer
-MAX_CONSTANT_DIGITS = 1000  # digits of a constant computed from the answer
+from attnlab import _lexicon as lex
+from attnlab._lexicon import MAX_DEPTH, cap  # noqa: F401  (cap: re-exported for attnlab._growth)
+from attnlab._lexicon import ORDER_MAX_CONSTANT_DIGITS as MAX_CONSTANT_DIGITS
+from attnlab._lexicon import ORDER_MAX_DIGITS as MAX_DIGITS
+from attnlab._lexicon import ORDER_MAX_EXPONENT as MAX_EXPONENT
+from attnlab._lexicon import ORDER_MAX_LENGTH as MAX_LENGTH
 
 
 class AnswerError(ValueError):
     """A malformed answer; str(error) is one sentence for the student."""
-
-
-def cap(what: str) -> str:
-    """`what` with its first letter capitalised, to start a sentence."""
-    return what[:1].upper() + what[1:]
 
 
 # --------------------------------------------------------------------------- grammar
@@ -112,21 +108,21 @@ frac: FRAC numerator denominator       // \frac12 is \frac{1}{2}: one character 
 %declare VAR GVAR GNUM FUNC
 
 NUMBER: /\d+(\.\d*)?|\.\d+/
-VULGAR: /[½⅓⅔¼¾⅕⅙⅛]/
+VULGAR: %VULGAR%
 WORD: /[A-Za-z][A-Za-z0-9]*/
-WRAPPED.3: /\\(mathcal|mathrm|mathit|mathbf|mathsf|operatorname|textrm|textit|text)\s*/ WRAPPED_NAME
+WRAPPED.3: %WRAPPERS% /\s*/ WRAPPED_NAME
 WRAPPED_NAME: /(\{\s*[A-Za-z][A-Za-z0-9]*\s*\}|[A-Za-z])/
-FUNC_LATEX.3: /\\(log|ln|lg|max|Theta)(?![A-Za-z])/ | "Θ" | "𝒪"
-ROOT.3: /\\sqrt(?![A-Za-z])/ | "√"
-FRAC.3: /\\[dt]?frac(?![A-Za-z])/
+FUNC_LATEX.3: %FUNC_LATEX% | "Θ" | "𝒪"
+ROOT.3: %ROOT%
+FRAC.3: %FRAC%
 FRAC_CHAR.4: /[0-9A-Za-z]/
 LATEX_UNKNOWN.2: /\\[A-Za-z]+/
 PLUS: "+"
-MINUS: "-" | "−" | "–"
-TIMES.3: "*" | /\\(cdot|times|ast)(?![A-Za-z])/ | "·" | "⋅" | "×" | "∙" | "∗"
-DIVIDE.3: "/" | /\\div(?![A-Za-z])/ | "÷"
-POW.4: "^" | "**"
-SUPERSCRIPT: /[²³]/
+MINUS: %MINUS%
+TIMES.3: %TIMES%
+DIVIDE.3: %DIVIDE%
+POW.4: %POW%
+SUPERSCRIPT: %SUPERSCRIPT%
 EQ: "==" | "="
 REL: "<=" | ">=" | "≤" | "≥" | "<" | ">"
 SUB: "_"
@@ -137,24 +133,45 @@ LSQB: "["
 RSQB: "]"
 LBRACE: "{" | /\\\{/
 RBRACE: "}" | /\\\}/
-SPACE.3: /\s+/ | "$" | /\\[,;:! ]/
-SIZING.3: /\\(left|right|middle|displaystyle|limits|quad|qquad)(?![A-Za-z])\s*\.?/
-    | /\\[Bb]igg?[lr]?(?![A-Za-z])\s*\.?/
+SPACE.3: /\s+/ | %SPACES%
+SIZING.3: %SIZING%
 %ignore SPACE
 %ignore SIZING
 """
 
-FUNCTION_WORDS: dict[str, str] = {
-    "log": "log", "ln": "log", "lg": "log2", "log2": "log2", "log10": "log10",
-    "sqrt": "sqrt", "O": "O", "Theta": "O", "max": "max", "Max": "max",
-}
+
+def _strings(items) -> str:
+    """A lark alternative of literal strings."""
+    return " | ".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items)
+
+
+def _regex(pattern: str) -> str:
+    """A lark regex literal."""
+    return "/" + pattern.replace("/", "\\/") + "/"
+
+
+# The operators and commands come from the languages' one lexicon (attnlab._lexicon).
+GRAMMAR = (GRAMMAR
+           .replace("%VULGAR%", _strings(lex.VULGAR))
+           .replace("%WRAPPERS%", _regex(lex.latex(lex.WRAPPERS)))
+           .replace("%FUNC_LATEX%", _regex(lex.latex(lex.ORDER_LATEX_FUNCTIONS)))
+           .replace("%ROOT%", " | ".join([_regex(lex.latex(lex.ROOT["latex"])), _strings(lex.ROOT["symbols"])]))
+           .replace("%FRAC%", _regex(lex.latex(lex.FRACTION)))
+           .replace("%MINUS%", _strings(lex.MINUS["symbols"]))
+           .replace("%TIMES%", " | ".join([_strings(lex.TIMES["symbols"]), _regex(lex.latex(lex.TIMES["latex"]))]))
+           .replace("%DIVIDE%", " | ".join([_strings(lex.DIVIDE["symbols"]), _regex(lex.latex(lex.DIVIDE["latex"]))]))
+           .replace("%POW%", _strings(lex.POWER))
+           .replace("%SUPERSCRIPT%", _strings(lex.SUPERSCRIPTS))
+           .replace("%SPACES%", _regex(lex.symbols(lex.SPACES)))
+           .replace("%SIZING%", _regex(lex.latex(lex.SIZING) + r"\s*\.?")))
+
+FUNCTION_WORDS: dict[str, str] = lex.ORDER_FUNCTIONS
 _LATEX_FUNCTIONS: dict[str, str] = {
-    "\\log": "log", "\\ln": "log", "\\lg": "log2", "\\max": "max", "\\Theta": "O", "Θ": "O", "𝒪": "O",
+    **{"\\" + name: lex.ORDER_FUNCTIONS[name] for name in lex.ORDER_LATEX_FUNCTIONS}, "Θ": "O", "𝒪": "O",
 }
 _KNOWN_FUNCTIONS = "log, ln, log2, sqrt, max and O( )"
-_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4),
-           "⅕": (1, 5), "⅙": (1, 6), "⅛": (1, 8)}
-_SUPERSCRIPTS = {"²": 2, "³": 3}
+_VULGAR = lex.VULGAR
+_SUPERSCRIPTS = lex.SUPERSCRIPTS
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _LETTERS = re.compile(r"[A-Za-z]+")
 _WRAPPED_NAME = re.compile(r"\{\s*([A-Za-z][A-Za-z0-9]*)\s*\}|([A-Za-z])$")

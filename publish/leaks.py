@@ -53,16 +53,17 @@ from pathlib import Path
 
 import nbformat
 
+from attnlab import _lexicon as lexicon
 from coursenb import cells
 
 MAX_CANDIDATE = 160   # characters in a candidate expression
 MAX_COMBINATIONS = 4096  # size combinations a value answer is evaluated at
 MIN_VALUE = 10        # smaller numbers are everywhere (shapes, seeds, counts)
 TEXT_SUFFIXES = {".html", ".ipynb", ".md", ".py", ".txt", ".toml", ".rst"}
-# Functions and TeX commands a symbolic answer may contain: a candidate's other words are prose.
-FUNCTIONS = {"log", "ln", "lg", "log2", "log10", "sqrt", "max", "O", "Theta", "frac", "dfrac", "tfrac", "cdot",
-             "times", "left", "right", "mathcal", "operatorname", "mathrm", "big", "Big", "bigl", "bigr", "Bigl",
-             "Bigr", "lceil", "rceil", "lfloor", "rfloor", "exp", "mathopen", "mathclose", "quad"}
+# Functions and TeX commands an answer may contain: a candidate's other words are prose. The languages'
+# own words come from their one lexicon (every spelling the judges accept), and a few TeX commands of
+# displayed math that no judge reads but that sit inside a displayed answer.
+FUNCTIONS = lexicon.words() | {"lceil", "rceil", "lfloor", "rfloor", "mathopen", "mathclose"}
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]|\\begin\{(\w+\*?)\}(.+?)\\end\{\5\}",
                    re.S)
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|'([^'\n]{1,400})'|`([^`\n]{1,400})`")

@@ -47,6 +47,18 @@ s[h,x,y,x',y'] = \frac{1}{\sqrt{K}} \sum_k Query[h,x,y,k] Key[h,x',y',k]
 V[h,x,y,i] = \sum_{x',y'} α[h,x,y,x',y'] Value[h,x',y',i]
 """
 
+NATURAL_FROM = "softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) / sqrt(K)"
+NATURAL_FORMS = [
+    "softmax_{x2,y2} (1/sqrt(K)) * sum_k Query[h,x,y,k] * Key[h,x2,y2,k]",
+    "softmax_{x2,y2} (1/sqrt(K)) sum_k Query[h,x,y,k] Key[h,x2,y2,k]",
+    r"softmax_{x2,y2} \frac1{\sqrt{K}} \sum_k Query[h,x,y,k] \ast Key[h,x2,y2,k]",
+    r"softmax_{x2,y2} \frac{1}{\sqrt K} \cdot \sum_{k} Query[h,x,y,k] Key[h,x2,y2,k]",
+    r"softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) \div sqrt(K)",
+    "softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) ÷ sqrt(K)",
+    "softmax_{x2,y2} (sum_k Query[h,x,y,k] ∗ Key[h,x2,y2,k]) * K^(-½)",
+    r"softmax_{x2,y2} \frac12 (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) * 2 / sqrt(K)",
+    "softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) / sqrt(K²) * sqrt(K)",
+]
 JUDGED = [  # (question, answer, None if it must pass, else the exact message)
     # the spatial equations (000 P2a, 002 P5a)
     (SPATIAL, SPATIAL.reference, PASS),
@@ -59,6 +71,10 @@ JUDGED = [  # (question, answer, None if it must pass, else the exact message)
     (SPATIAL, edit(SPATIAL, "alpha[h,x,y,x2,y2] = softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k]) / sqrt(K)",
                    "alpha[h,x,y,x2,y2] = softmax_{x2,y2} (sum_{k,j,j2} WQ[h,k,j] M[x,y,j] WK[h,k,j2] M[x2,y2,j2]) "
                    "/ sqrt(K)"), PASS),
+    # natural forms (issue 23.5): the scale written first, as the book's display does, and the Θ checker's spellings
+    *((SPATIAL, edit(SPATIAL, NATURAL_FROM, natural), PASS) for natural in NATURAL_FORMS),
+    (SPATIAL, edit(SPATIAL, NATURAL_FROM, "softmax_{x2,y2} (1/sqrt(J)) * sum_k Query[h,x,y,k] * Key[h,x2,y2,k]"),
+     "the scores inside your alpha's softmax differ from the expected ones by a constant factor: check the scale"),
     (SPATIAL, edit(SPATIAL, "softmax_{x2,y2}", "softmax_{x2}"), "your alpha is normalised over x2 only, not over (x2, y2)"),
     (SPATIAL, edit(SPATIAL, "softmax_{x2,y2} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k])",
                    "softmax_{x,y} (sum_k Query[h,x,y,k] * Key[h,x2,y2,k])"),

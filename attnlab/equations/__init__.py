@@ -54,23 +54,23 @@ visible test; only the grader checks that the equations are right.
 """
 from __future__ import annotations
 
+from attnlab._lexicon import EQUATION_FUNCTIONS as FUNCTIONS
+from attnlab._lexicon import EQUATION_MAX_CHARS as MAX_CHARS
+from attnlab._lexicon import EQUATION_MAX_ELEMENTS as MAX_ELEMENTS
+from attnlab._lexicon import EQUATION_MAX_EQUATIONS as MAX_EQUATIONS
+from attnlab._lexicon import EQUATION_MAX_INDICES as MAX_INDICES
+from attnlab._lexicon import EQUATION_MAX_LINE as MAX_LINE
+from attnlab._lexicon import EQUATION_MAX_NODES as MAX_NODES
+from attnlab._lexicon import EQUATION_MAX_WORK as MAX_WORK
+from attnlab._lexicon import EQUATION_REDUCTIONS as REDUCTIONS
+from attnlab._lexicon import MAX_DEPTH
 from attnlab.equations._einsum import einsum_equation, is_einsum, parse_answer
 from attnlab.equations._evaluate import evaluate, evaluate_typed
 from attnlab.equations._form import Typed, check
 from attnlab.equations._grammar import GRAMMAR, parse
 from attnlab.equations._shapes import Spec, function_spec, spec
 from attnlab.equations._tree import (
-    FUNCTIONS,
     MAX_BUILT,
-    MAX_CHARS,
-    MAX_DEPTH,
-    MAX_ELEMENTS,
-    MAX_EQUATIONS,
-    MAX_INDICES,
-    MAX_LINE,
-    MAX_NODES,
-    MAX_WORK,
-    REDUCTIONS,
     TIME_BUDGET,
     Affine,
     Apply,

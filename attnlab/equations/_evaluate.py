@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attnlab._lexicon import EQUATION_MAX_ELEMENTS as MAX_ELEMENTS
+from attnlab._lexicon import EQUATION_MAX_WORK as MAX_WORK
 from attnlab.equations._form import Typed, check
 from attnlab.equations._grammar import parse
 from attnlab.equations._shapes import Spec
 from attnlab.equations._tree import (
-    MAX_ELEMENTS,
-    MAX_WORK,
     TIME_BUDGET,
     Affine,
     Apply,

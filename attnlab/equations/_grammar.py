@@ -4,15 +4,16 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from attnlab import _lexicon as lex
+from attnlab._lexicon import EQUATION_FUNCTIONS as FUNCTIONS
+from attnlab._lexicon import EQUATION_MAX_CHARS as MAX_CHARS
+from attnlab._lexicon import EQUATION_MAX_EQUATIONS as MAX_EQUATIONS
+from attnlab._lexicon import EQUATION_MAX_INDICES as MAX_INDICES
+from attnlab._lexicon import EQUATION_MAX_LINE as MAX_LINE
+from attnlab._lexicon import EQUATION_MAX_NODES as MAX_NODES
+from attnlab._lexicon import EQUATION_REDUCTIONS as REDUCTIONS
+from attnlab._lexicon import MAX_DEPTH
 from attnlab.equations._tree import (
-    FUNCTIONS,
-    MAX_CHARS,
-    MAX_DEPTH,
-    MAX_EQUATIONS,
-    MAX_INDICES,
-    MAX_LINE,
-    MAX_NODES,
-    REDUCTIONS,
     Affine,
     Apply,
     BinOp,
@@ -83,52 +84,57 @@ def _parser():
     return Lark(GRAMMAR, parser="lalr", maybe_placeholders=True)
 
 
-_GREEK = {
-    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ζ": "zeta", "η": "eta",
-    "θ": "theta", "ι": "iota", "κ": "kappa", "λ": "lambda", "μ": "mu", "ν": "nu", "ξ": "xi", "π": "pi",
-    "ρ": "rho", "τ": "tau", "υ": "upsilon", "φ": "phi", "χ": "chi", "ψ": "psi", "ω": "omega",
-    "Γ": "Gamma", "Δ": "Delta", "Θ": "Theta", "Λ": "Lambda", "Ξ": "Xi", "Π": "Pi", "Φ": "Phi",
-    "Ψ": "Psi", "Ω": "Omega", "ℓ": "l",
-}
-_REPLACE = [
-    (r"\\(?:mathrm|operatorname|text|textrm|rm|mathit|textit)\s*\{\s*([^{}]*?)\s*\}", r"\1"),
-    (r"\\(?:left|right|big|Big|bigg|Bigg)\b", ""),
-    (r"\\[,;:! ]", " "),
-    (r"\\(?:cdot|times)\b|[·×⋅∙]", "*"),
-    (r"[−–]", "-"),
-    (r"′", "'"), (r"″", "''"),
-    (r"\\sum\b|[Σ∑]", "sum"),
-    (r"√\s*([\w.]+)", r"sqrt(\1)"), (r"√", "sqrt"),
-    (r"\\sigma\b|σ", "sigmoid"),
-    (r"\\(exp|log|ln|tanh|sqrt)\b", r"\1"),
-    (r"\bln\b", "log"),
-    (r"\\tilde\s*\{?\s*([A-Za-z])\s*\}?\s*(?:\^\s*\{?\s*([A-Za-z])\s*\}?)?", r"\1\2_tilde"),
-    (r"([A-Za-z])\u0303\s*(?:\^\s*\{?\s*([A-Za-z])\s*\}?|([A-Za-z]))?", r"\1\2\3_tilde"),
-    (r"([^\W\d]\w*)\^\s*\{?\s*(\w+)\s*\}?(?=\s*\[)", r"\1\2"),
-    (r"\\([A-Za-z]+)", r"\1"),  # \alpha -> alpha (any other command: its name)
-    (r"\$+", " "),
-]
+def _replacements() -> list[tuple[str, str]]:
+    """(pattern, replacement) pairs that turn the lexicon's spellings into the plain language, in order."""
+    return [
+        (lex.latex(lex.WRAPPERS) + r"\s*\{\s*([^{}]*?)\s*\}", r"\1"),
+        (lex.latex(lex.SIZING) + r"\s*", ""),
+        (r"\\[,;:! ]", " "),
+        (lex.spelled({"symbols": lex.TIMES["symbols"][1:], "latex": lex.TIMES["latex"]}), "*"),
+        (lex.spelled({"symbols": lex.DIVIDE["symbols"][1:], "latex": lex.DIVIDE["latex"]}), "/"),
+        (lex.symbols(lex.MINUS["symbols"][1:]), "-"),
+        *((prime, plain) for prime, plain in lex.PRIMES.items()),
+        *((sup, f"^{power}") for sup, power in lex.SUPERSCRIPTS.items()),
+        *((v, f"({a}/{b})") for v, (a, b) in lex.VULGAR.items()),
+        (lex.spelled(lex.SUM), "sum"),
+        ("(?:" + lex.spelled(lex.ROOT) + r")\s*([\w.]+)", r"sqrt(\1)"), (lex.symbols(lex.ROOT["symbols"]), "sqrt"),
+        (r"\\sigma\b|σ", "sigmoid"),
+        (r"\\(exp|log|ln|tanh|sqrt)\b", r"\1"),
+        (r"\bln\b", "log"),
+        (r"\\tilde\s*\{?\s*([A-Za-z])\s*\}?\s*(?:\^\s*\{?\s*([A-Za-z])\s*\}?)?", r"\1\2_tilde"),
+        (r"([A-Za-z])\u0303\s*(?:\^\s*\{?\s*([A-Za-z])\s*\}?|([A-Za-z]))?", r"\1\2\3_tilde"),
+        (r"([^\W\d]\w*)\^\s*\{?\s*(\w+)\s*\}?(?=\s*\[)", r"\1\2"),
+        (r"\\([A-Za-z]+)", r"\1"),  # \alpha -> alpha (any other command: its name)
+        (r"\$+", " "),
+    ]
+
+
+_REPLACE = [(re.compile(pattern), repl) for pattern, repl in _replacements()]
 
 
 def _normalise(text: str) -> str:
     """Unicode and LaTeX spellings -> the plain language."""
-    text = "".join(_GREEK.get(c, c) for c in text)
+    text = "".join(lex.GREEK.get(c, c) for c in text)
     text = _expand_frac(text)
     for pattern, repl in _REPLACE:
-        text = re.sub(pattern, repl, text)
+        text = pattern.sub(repl, text)
     return text
 
 
 def _expand_frac(text: str) -> str:
-    r"""`\frac{a}{b}` -> `((a)/(b))` (balanced braces)."""
+    r"""`\frac{a}{b}` -> `((a)/(b))` (balanced braces); a part may be one character, as in `\frac12`."""
     out, pos = [], 0
-    for m in re.finditer(r"\\[dt]?frac\s*(?=\{)", text):
+    for m in re.finditer(lex.latex(lex.FRACTION) + r"\s*", text):
         if m.start() < pos:
             continue
         args, k = [], m.end()
         for _ in range(2):
             while k < len(text) and text[k].isspace():
                 k += 1
+            if k < len(text) and text[k].isascii() and text[k].isalnum():
+                args.append(text[k])
+                k += 1
+                continue
             if k >= len(text) or text[k] != "{":
                 break
             depth, start = 0, k
@@ -338,6 +344,8 @@ class _Build(_lark_transformer()):
             node = node.left
         if id(node) not in self.grouped or not factors:
             return
+        if not {i for n in walk(node) if isinstance(n, Ref) for ix in n.indices for i in indices_of(ix)} & set(over):
+            return  # a scale written first, `softmax_{t2} (1/sqrt(K)) * s[t,t2]`: only the product can be meant
         for op, f in factors:
             used = {i for n in walk(f) if isinstance(n, Ref) for ix in n.indices for i in indices_of(ix)}
             if op == "*" and used & set(over):

@@ -5,18 +5,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-MAX_CHARS = 6000          # characters in an answer
-MAX_LINE = 600            # characters in one equation
-MAX_EQUATIONS = 24        # equations in an answer
-MAX_INDICES = 12          # distinct indices in one equation
-MAX_NODES = 300           # nodes of one equation's tree
-MAX_DEPTH = 40            # nesting of brackets and of the tree
-MAX_ELEMENTS = 1_000_000  # elements of any tensor computed while evaluating
-MAX_WORK = 50_000_000     # multiply-adds of one pairwise contraction while evaluating
-MAX_BUILT = 50_000        # tree nodes built while judging one answer (helpers inlined, canonical forms)
+from attnlab._lexicon import EQUATION_MAX_BUILT as MAX_BUILT
+from attnlab._lexicon import too_large_to_judge, too_slow_to_judge
+
 TIME_BUDGET = 2.0         # seconds to evaluate one answer on one set of tensors
-FUNCTIONS = ("exp", "log", "sigmoid", "tanh", "sqrt", "relu")
-REDUCTIONS = ("sum", "softmax")
 
 Sym = str | int  # a size: its name ("K") or its value (4)
 
@@ -42,13 +34,12 @@ class Budget:
         self.nodes -= nodes
         self.afford(0)
         if time.monotonic() > self.deadline:
-            raise TooLarge(f"your equations took longer than {self.seconds:g} s to judge; write them more simply")
+            raise TooLarge(too_slow_to_judge(self.seconds))
 
     def afford(self, nodes: int) -> None:
         """Raise TooLarge now if building `nodes` more would overrun the budget."""
         if nodes > self.nodes:
-            raise TooLarge(f"your equations are too large to judge: comparing them builds more than {self.limit} "
-                           "terms (helper tensors written out in place); write each tensor more simply")
+            raise TooLarge(too_large_to_judge(self.limit))
 
     def seconds_left(self) -> float:
         """Seconds until the deadline (at least 0)."""
