@@ -234,7 +234,7 @@ hidden_check("ch1.transformer", transformer)
 # once, and an operation can start as soon as its inputs exist. The **parallel running
 # time** (the *depth*) of a computation is then the length of its longest chain of
 # dependent operations. Constant factors do not matter: answer with the order, as an
-# expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `"J(\log T)^2"`; any
+# expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `r"J(\log T)^2"`, raw for the backslash; any
 # expression of the same order is accepted, constants and lower-order terms are ignored).
 #
 # A **sum of $N$ terms** is the one operation that is not trivially parallel: the problems

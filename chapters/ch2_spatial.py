@@ -222,8 +222,8 @@ mistakes = {  # what some common mistakes give on this example (worked out by ha
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
     "the softmax runs over one axis of the key pixel (x' or y') only; it must run over all X*Y key pixels "
     "together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
-    "the softmax runs over x' in each column y' separately (each column's weights then sum to 1/Y); it must run "
-    "over all X*Y key pixels together": [[e2 / (e2 + 1) / 2, 0.25], [0.25, 0.25]],
+    "the softmax runs over x' in each column y' separately and is divided by Y (so each column's weights sum "
+    "to 1/Y); it must run over all X*Y key pixels together": [[e2 / (e2 + 1) / 2, 0.25], [0.25, 0.25]],
     "the query and the key pixel are swapped in the scores": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
 }
 for mistake, wrong in mistakes.items():
@@ -465,7 +465,8 @@ print("column totals of the joint weights for query pixel (0, 0), head 0:",
 #   $p \cdot p' = \sum_f \cos(f\pi(x-x')/X) + \cos(f\pi(y-y')/Y)$ peaks at $(x', y') = (x, y)$,
 #   so a pixel attends to its neighbourhood.
 #
-# Both heads' values copy the colour ($W^V[h] = [\,\mathbb{1}_3 \mid 0\,]$), so each head's
+# Both heads' values copy the colour ($W^V[h] = [\,\mathrm{Id}_3 \mid 0\,]$, $\mathrm{Id}_3$ the
+# $3 \times 3$ identity), so each head's
 # output is a re-weighted average of colours. The attention maps below are
 # $\alpha[h, x, y, \cdot, \cdot]$ for three query pixels (the cross), drawn as light over
 # the dimmed image; they are your `spatial_self_attention`'s weights, read off it by

@@ -110,10 +110,10 @@ e0, e1 = torch.eye(2, dtype=torch.float64)
 hand = {"WQ": e0.expand(1, 4, 2), "WK": e1.expand(1, 4, 2)}
 got = evaluate(parse_answer(WQ_TILDE, ("WQ", "WK"), "WQ_tilde"), hand, sizes={"H": 1, "K": 4, "J": 2})["WQ_tilde"]
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
-    "that is the transpose of the right matrix: which of j1, j2 pairs with the query position t1, and which "
-    "matrix does that position's vector meet?": [[[0.0, 0.0], [2.0, 0.0]]],
+    "that is the transpose of the right matrix: check which of j1, j2 pairs with the query position t1, and "
+    "which matrix that position's vector meets": [[[0.0, 0.0], [2.0, 0.0]]],
     "that is twice the right matrix: the score Query . Key is scaled, and W~Q must give the scaled score": [[[0.0, 4.0], [0.0, 0.0]]],
-    "that is sqrt(2) times the right matrix here: which size is the score divided by the square root of?":
+    "that is sqrt(2) times the right matrix here: check which size the score is divided by the square root of":
         [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
 }
 for mistake, wrong in mistakes.items():
@@ -443,16 +443,19 @@ hidden_check("ch3.EQUAL_WHEN", EQUAL_WHEN)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Your counts against $K$, for one layer of width $J = 64$ with $H = 4$ heads, and where they
-# cross according to your functions. (This cell shows your own answers: run it yourself.)
+# Your counts against $K$, for one layer of width $J = 64$ with $H = 4$ heads. Once you
+# have answered Problem 3.7, the cell also marks where your functions make them equal, so
+# that you can check your `EQUAL_WHEN` against them. (This cell shows your own answers: run
+# it yourself.)
 
 # %% tags=["answer-output"]
 J, H = 64, 4
 Ks = list(range(1, J + 1))
+answered = isinstance(globals().get("EQUAL_WHEN"), str)  # Problem 3.7 first: the crossing answers it
 fig, ax = plt.subplots(figsize=(6.5, 4))
 ax.plot(Ks, [layer_params_separate(H, K, J) for K in Ks], label=r"separate $W^Q, W^K$: layer_params_separate(H, K, J)")
 ax.plot(Ks, [layer_params_merged(H, J) for _ in Ks], label=r"merged $\tilde W^Q$: layer_params_merged(H, J)")
-crossing = [K for K in Ks if layer_params_separate(H, K, J) == layer_params_merged(H, J)]  # from your functions
+crossing = [K for K in Ks if layer_params_separate(H, K, J) == layer_params_merged(H, J)] if answered else []
 for K in crossing:
     ax.axvline(K, color="gray", linestyle=":", label=f"equal at K = {K}")
 ax.set_xlabel("query/key size K")
@@ -460,7 +463,10 @@ ax.set_ylabel("query-key parameters of the layer")
 ax.set_title(f"One layer, J = {J}, H = {H}")
 ax.legend(fontsize=9)
 plt.show()
-print("by your functions, the two counts are equal at K =", crossing)
+if answered:
+    print(f"by your functions, the two counts are equal at K = {crossing}; your EQUAL_WHEN is {EQUAL_WHEN!r}")
+else:
+    print("Answer EQUAL_WHEN (Problem 3.7) first: this cell then marks where your two counts are equal.")
 
 # %% [markdown]
 # ## 3.4 What does the merge cost, and what does it gain?

@@ -143,8 +143,9 @@ print("active device:", device)
 # $M[x, y, k]$: one vector of dimension $K$ per cell $(x, y)$ of an $X \times Y$ grid. The
 # decoder is the same conditional language model, now conditioned on the image.
 #
-# **Problem 5.1 (seed 002 P2).** Rewrite the book's four equations of Section 5.1 for image
-# captioning, where instead of $M[t_{\text{in}}, j]$ we are given the image feature tensor
+# **Problem 5.1 (seed 002 P2).** Rewrite the book's four equations of Section 5.1 (the
+# second display, "How this book conditions the next word", with $w_0 = \langle\text{bos}\rangle$)
+# for image captioning, where instead of $M[t_{\text{in}}, j]$ we are given the image feature tensor
 # $M[x, y, k]$. Write them in the book's index notation (the answer language of
 # `attnlab.equations`, as in Chapter 2), one line each, for one step of the decoder; the
 # tensors are named after the equations above, dropping the step index $t$:

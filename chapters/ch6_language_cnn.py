@@ -50,10 +50,10 @@
 #
 # **Errata.**
 #
-# * The seed names the filter's channels in two orders: the parameter list writes
-#   $W[\Delta t, i, i']$ and part (b) writes $W_{\ell+1}[\Delta t, i', i]$ with $i'$ summed,
-#   that is, with the *input* channel in the middle slot and the *output* channel last in
-#   both cases; only the letters are swapped. The book fixes the order
+# * The seed names the filter's channels in two orders: the parameter list $\Phi$ writes
+#   $W[\Delta t, i, i']$ without saying which channel is the input, and part (b) writes
+#   $W_{\ell+1}[\Delta t, i', i]$ with $i'$ summed, the *input* channel in the middle slot and
+#   the *output* channel last. The book adopts part (b)'s order,
 #   $W_{\ell+1}[\Delta, j, j']$ = [offset, input channel, output channel]; the bias belongs to
 #   the output channel, $\beta_{\ell+1}[j']$.
 # * The seed never says which $\Delta t$ occur or what happens at the end of the sentence. The
@@ -458,7 +458,7 @@ hidden_check("ch6.receptive_field", receptive_field)
 # %% [markdown]
 # **Problem 6.7.** Implement `layers_needed(T, D)`: the fewest stride-2 layers of width
 # $D \ge 2$ after which one output position depends on every word of a sentence of
-# $T \ge 1$ words (the sentence padded, as in Section 6.5, so that the top layer keeps a
+# $T \ge 1$ words (the sentence padded, as in Problem 6.5, so that the top layer keeps a
 # position). The grader asks up to $T = 10^{15}$. Return a Python `int`. It is graded with
 # your own `receptive_field` inside, if you call it: a mistake in Problem 6.6 is not charged
 # twice, as long as `layers_needed` still answers every trial within the cell's time limit.

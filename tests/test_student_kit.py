@@ -206,6 +206,43 @@ def test_every_assert_a_student_sees_says_what_went_wrong() -> None:
     assert _bare_asserts(planted) == ["assert 1 + 1 == x"]
 
 
+def test_no_visible_test_message_ends_twice() -> None:
+    """A visible test ends each `mistakes` entry with its own full stop (`f"...: {mistake}."`): an entry that
+    ends in punctuation reads "?." to the student."""
+    ended = [(c.assignment, key) for c in select() for cell in c.read().cells if cell.cell_type == "code"
+             for node in ast.walk(ast.parse(cell.source))
+             if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "mistakes" for t in node.targets)
+             and isinstance(node.value, ast.Dict)
+             for key in (k.value for k in node.value.keys if isinstance(k, ast.Constant)) if key.rstrip()[-1:] in ".?!"]
+    assert not ended, ended
+
+
+def test_chapter_3_names_the_crossing_only_once_equal_when_is_answered(capsys) -> None:
+    """Problem 3.7 asks where the counts are equal: the plot of the counts marks and prints the crossing only
+    once EQUAL_WHEN has an answer (with the release's stub it is not defined)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    source = select(["ch3"])[0].read()
+    namespace: dict = {"plt": plt}
+    for cell in source.cells:
+        if cells.grade_id(cell) in ("params", "layer_params"):
+            exec(cells.without_solution_markers(cell.source), namespace)
+    plot = next(c.source for c in source.cells if "crossing = " in c.source and cells.shows_answers(c))
+    separate, merged = namespace["layer_params_separate"], namespace["layer_params_merged"]
+    crossing = [K for K in range(1, 65) if separate(4, K, 64) == merged(4, 64)]  # the cell's J = 64, H = 4
+    assert len(crossing) == 1
+    for answer in (None, "K = J/2"):
+        run = dict(namespace, **({"EQUAL_WHEN": answer} if answer else {}))
+        exec(plot, run)
+        out = capsys.readouterr().out
+        labels = [t.get_text() for t in plt.gca().get_legend().get_texts()]
+        plt.close("all")
+        named = str(crossing[0]) in out or any(str(crossing[0]) in label for label in labels)
+        assert named == bool(answer), (answer, out, labels)
+
+
 # ---------------------------------------------------------------- slow: validate, and a clean install
 
 
