@@ -206,7 +206,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #
 # It earns its points in two parts:
 #
-# * **(a, b)** `test_blank_head`: a fresh head on states and word vectors drawn by the
+# * **The head alone**, `test_blank_head`: a fresh head on states and word vectors drawn by the
 #   grader returns a **log-distribution**: every row's probabilities sum to 1, for any
 #   vocabulary size $\lvert\mathcal V\rvert$ (the grader tries from 1 to 300 words). It
 #   reads **only the allowed inputs**: row $n$ depends on row $n$ of the two states and on the
@@ -214,7 +214,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   (permuting the rows of `E`) permutes the columns of its output in the same way. And it
 #   **reads them**: other states, or other word vectors, change its output (a head that
 #   returns $\ln(1/\lvert\mathcal V\rvert)$ whatever it is given has every other property).
-# * **(c)** `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
+# * **The head trained**, `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
 #   $U = 32$) for 150 steps of 128 sentences, by `fit_blank_lm` below, it must predict
 #   held-out blanks within **0.10 nats** of the Bayes optimum. The grader draws its own
 #   training and held-out sentences from the grammar, renames the words by a secret
@@ -399,7 +399,7 @@ assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank'
 # held-out sentence, where the blank's word has been replaced by `<mask>`. The loss applies a
 # log-softmax to what your head returns, so training works even before your head normalises;
 # the grader too renormalises each returned row before it computes the cross-entropy, and
-# checks the normalisation itself in part (a, b).
+# checks the normalisation itself in `test_blank_head`.
 #
 # `blank_queries` makes such held-out blanks from sentences whose words you know, here the
 # chapter's own held-out set, so you can measure what the grader measures. This cell, the
@@ -529,7 +529,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # linear terms. What fails: a head that reads one side only (it cannot see the
 # agreement of the verb with a subject on the other side, and stays far above the optimum),
 # an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores
-# the word vectors), and raw scores instead of log-probabilities (part (a, b) only).
+# the word vectors), and raw scores instead of log-probabilities (`test_blank_head` only).
 #
 # **Erratum in the seed's solution.** It writes
 # $\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$, using $w_t$

@@ -1,13 +1,13 @@
 """Hidden checks of Chapter 4: the student's blank head, graded by behaviour (a design question).
 
-`ch4.blank_head` (Problem 4.1 (a), (b)): a fresh head on states and word vectors the grader
+`ch4.blank_head` (Problem 4.1, the head alone): a fresh head on states and word vectors the grader
 draws must return log-probabilities over the vocabulary, for any vocabulary size; renaming the
 words (permuting the rows of E) must permute its columns (it sees words only through their
 vectors), reordering the blanks must reorder its rows (blank n reads row n only), and redrawing
 the states, or the word vectors, must change its output (a head that ignores its inputs, such as
 a constant log(1/|V|), has every other property). No formula is prescribed.
 
-`ch4.blank_lm` (Problem 4.1 (c)): the chapter's bidirectional GRU with the student's head,
+`ch4.blank_lm` (Problem 4.1, the head trained): the chapter's bidirectional GRU with the student's head,
 trained in the student's process for a bounded number of steps on sentences the grader draws
 from the chapter's grammar, must fill held-out blanks within `GAP` nats of the Bayes optimum.
 What the student's process receives: the training sentences, and every held-out sentence once
@@ -32,7 +32,7 @@ from autograder.checks.base import DTYPES, BehaviourCheck, Passed, devices, rand
 from autograder.gradinglog import figure
 from solutions import ch4
 
-# ---------------------------------------------------------------- (a), (b): the head alone
+# ---------------------------------------------------------------- the head alone
 
 # (N blanks, J, U, |V|): U < J, U > J, U = J; one word, a few, the grammar's 52, more words than anything else
 HEAD_SIZES = [(1, 3, 2, 2), (5, 6, 3, 7), (7, 4, 8, 52), (6, 16, 16, 300), (3, 5, 5, 1)]
@@ -134,7 +134,7 @@ def _change(a: torch.Tensor, b: torch.Tensor) -> float:
     return diff.max().item() if diff.numel() else 0.0
 
 
-# ---------------------------------------------------------------- (c): trained, against the optimum
+# ---------------------------------------------------------------- the head trained, against the optimum
 
 TRAIN_SENTENCES = 4000
 HELD_OUT = 400  # held-out sentences, one blank each

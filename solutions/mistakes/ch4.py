@@ -1,11 +1,12 @@
 """Chapter 4: wrong implementations, each losing exactly its cells.
 
-Problem 4.1 is graded by behaviour in two cells: the head alone (a, b) and the head trained
-(c). A head that is a valid model but not a log-distribution, or not a function of the word
-vectors, loses (a, b) only (the training loss and the judge renormalise); a head that is a
-valid distribution but reads one side only loses (c) only (its output still changes with the
-states). A head that does nothing (a constant log(1/|V|)) or ignores the states (a unigram
-model of the word vectors) has every property (a, b) tests but one, that its output changes
+Problem 4.1 is graded by behaviour in two cells: the head alone (test_blank_head) and the head
+trained (test_blank_lm). A head that is a valid model but not a log-distribution, or not a
+function of the word vectors, loses test_blank_head only (the training loss and the judge
+renormalise); a head that is a valid distribution but reads one side only loses test_blank_lm
+only (its output still changes with the states). A head that does nothing (a constant
+log(1/|V|)) or ignores the states (a unigram model of the word vectors) has every property
+test_blank_head tests but one, that its output changes
 with its inputs, and cannot learn the blanks: it loses both cells.
 """
 from solutions.mistakes import Wrong
