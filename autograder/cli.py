@@ -52,6 +52,9 @@ def cmd_deadlines(args: argparse.Namespace) -> int:
     rows = [[a, d.due[a].strftime("%Y-%m-%d %H:%M %Z") if a in d.due else "-"] for a in d.assignments]
     _print(table(["chapter", "due"], rows, title=f"due dates ({d.timezone}){'; updated' if d.changed else ''}"))
     _print(f"late policy: {d.late.describe()}")
+    for m in d.moved:
+        _print(f"note: {m.assignment} stays due at the same moment: {m.before} is {m.after} in {d.timezone}; to keep "
+               f"its clock time, set it again (--due '{m.assignment}={m.before.rsplit(' ', 1)[0]}')")
     return 0
 
 
@@ -210,17 +213,22 @@ def _gradebook_cell(t) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write grades to a CSV file (totals, per-cell, or Canvas's gradebook import)."""
-    done = Course(args.course).export(args.format, Path(args.output), args.cells, _parse_canvas_ids(args.canvas_id))
+    done = Course(args.course).export(args.format, Path(args.output), args.cells, _parse_canvas_ids(args.canvas_id),
+                                      args.canvas_gradebook)
+    say = (lambda text: print(text, file=sys.stderr)) if args.output == "-" else _print  # stdout holds the CSV
+    where = "standard output" if args.output == "-" else done.path
     if args.format == "canvas":
-        _print(f"wrote {done.rows} student rows for Canvas to {done.path}")
+        say(f"wrote {done.rows} student rows for Canvas to {where}")
         missing = done.without_lms_id
         if missing:
-            _print(f"note: {len(missing)} student(s) have no LMS user id (Canvas will match them by name): "
-                   + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+            say(f"note: {len(missing)} student(s) have no LMS user id (Canvas will match them by name): "
+                + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+        for warning in done.warnings:
+            print(f"autograder export: warning: {warning}", file=sys.stderr)
     elif args.cells:
-        _print(f"wrote {done.rows} graded-cell rows to {done.path}")
+        say(f"wrote {done.rows} graded-cell rows to {where}")
     else:
-        _print(f"wrote {done.rows} student-notebook rows to {done.path}")
+        say(f"wrote {done.rows} student-notebook rows to {where}")
     return 0
 
 
@@ -358,8 +366,8 @@ def parser() -> argparse.ArgumentParser:
                    help="due date, e.g. ch1='2025-01-31 23:00' (all chapters without CHAPTER=; 'none' removes it)")
     p.add_argument("--timezone", help="zone of due dates and LMS zip times without an offset (e.g. Europe/Zurich)")
     p.add_argument("--late", choices=["none", "per-day"], help="late policy: none (marked only) or per-day")
-    p.add_argument("--per-day", help="points lost per started day late, e.g. 10%%")
-    p.add_argument("--cap", help="the most lateness costs, e.g. 50%%")
+    p.add_argument("--per-day", help="points lost per started day late: a percentage (10%%) or a fraction (0.1)")
+    p.add_argument("--cap", help="the most lateness costs: a percentage (50%%) or a fraction (0.5)")
     p.add_argument("--grace", type=float, metavar="MINUTES", help="this late still counts as on time")
 
     p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
@@ -368,8 +376,11 @@ def parser() -> argparse.ArgumentParser:
 
     p = add("export", cmd_export, "write grades to CSV (totals, per cell, or a Canvas gradebook import)")
     p.add_argument("--format", choices=["csv", "canvas"], default="csv")
-    p.add_argument("-o", "--output", required=True, help="CSV file to write")
+    p.add_argument("-o", "--output", required=True, help="CSV file to write ('-': standard output)")
     p.add_argument("--cells", action="store_true", help="one row per student, notebook and graded cell (csv)")
+    p.add_argument("--canvas-gradebook", type=Path, metavar="CSV",
+                   help="the gradebook CSV Canvas exports (Grades > Export): the assignment ids are taken from its "
+                        "column titles, 'Title (id)' (canvas)")
     p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
 
@@ -406,6 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from autograder.grades import ResultsError
     from autograder.gradinglog import LogError
 
+    if not (sys.argv[1:] if argv is None else list(argv)):  # no command: the help, as `--help` prints it
+        parser().print_help()
+        return EXIT_USAGE
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # argparse printed usage and the error

@@ -181,6 +181,23 @@ def parse_time(text: str, tz: dt.tzinfo, what: str = "a time") -> dt.datetime:
     return when.astimezone(dt.UTC)
 
 
+@dataclass(frozen=True)
+class Moved:
+    """A due date kept at its moment while the course's zone changes, so its clock time changes."""
+
+    assignment: str
+    before: str  # the clock time in the old zone, e.g. '2025-01-31 23:00 UTC'
+    after: str  # the same moment in the new zone, e.g. '2025-02-01 00:00 CET'
+
+
+def clock_times_moved(due: dict[str, dt.datetime], old: dt.tzinfo, new: dt.tzinfo) -> list[Moved]:
+    """The due dates whose clock time differs between zones `old` and `new` (the moment stays)."""
+    fmt = "%Y-%m-%d %H:%M"
+    return [Moved(a, when.astimezone(old).strftime(fmt + " %Z"), when.astimezone(new).strftime(fmt + " %Z"))
+            for a, when in sorted(due.items(), key=lambda kv: _assignment_order(kv[0]))
+            if when.astimezone(old).strftime(fmt) != when.astimezone(new).strftime(fmt)]
+
+
 def policy_block(timezone_name: str, due: dict[str, str], late: LatePolicy) -> str:
     """The policy block of nbgrader_config.py for these settings."""
     return "\n".join([

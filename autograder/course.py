@@ -19,6 +19,7 @@ regions with stubs and removes hidden tests (`init_course`, `release`).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import zipfile
@@ -175,6 +176,7 @@ class Deadlines:
     assignments: list[str]
     late: config.LatePolicy
     changed: bool
+    moved: list = field(default_factory=list)  # config.Moved: other due dates whose clock time a new zone changed
 
 
 @dataclass
@@ -199,6 +201,7 @@ class Exported:
     rows: int
     path: Path
     without_lms_id: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. an assignment Canvas cannot match by id
 
 
 @dataclass
@@ -236,14 +239,18 @@ class Similarity:
 # ----------------------------------------------------------------------------- the course
 
 def fraction(text: str | float, option: str) -> float:
-    """'10%' or '0.1' (or 0.1) as 0.1; CourseError naming `option` otherwise."""
-    if isinstance(text, (int, float)):
-        return float(text)
+    """'10%' or '0.1' (or 0.1) as 0.1; CourseError naming `option` otherwise (a bare number above 1, such as
+    '10', is refused: 10% or 0.1 says which was meant)."""
+    hint = "a percentage such as 10% or a fraction such as 0.1"
     try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        value = float(text) if isinstance(text, (int, float)) else \
+            float(text.strip()[:-1]) / 100 if text.strip().endswith("%") else float(text)
     except ValueError:
-        raise CourseError(f"{option} expects a percentage such as 10% (or a fraction such as 0.1), "
-                          f"got {text!r}") from None
+        raise CourseError(f"{option} expects {hint}, got {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise CourseError(f"{option} expects {hint}, between 0% and 100%, got {text!r}"
+                          + (f" (for {value:g}% write {value:g}%)" if 1 < value <= 100 and "%" not in str(text) else ""))
+    return value
 
 
 class Course:
@@ -354,13 +361,18 @@ class Course:
                 "per_day": fraction(per_day, "--per-day") if per_day is not None else policy.per_day,
                 "cap": fraction(cap, "--cap") if cap is not None else policy.cap,
                 "grace_minutes": grace if grace is not None else policy.grace.total_seconds() / 60})
+        set_now = set()  # assignments this call gives a due date: their clock time is the one given
+        for item in due or []:
+            name, sep, _ = item.rpartition("=")
+            set_now |= {name} if sep else set(assignments)
+        moved = [m for m in config.clock_times_moved(cfg.due, cfg.timezone, tz) if m.assignment not in set_now]
         changed = bool(due or timezone or policy != cfg.late)
         if changed:
             config.write_policy_block(self.root, config.policy_block(tz_name, dates, policy))
             cfg = self.config()
             self._sync_due_dates()
         return Deadlines(tz_name, {a: cfg.due[a].astimezone(cfg.timezone) for a in assignments if a in cfg.due},
-                         assignments, cfg.late, changed)
+                         assignments, cfg.late, changed, moved)
 
     def _sync_due_dates(self) -> None:
         """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
@@ -504,20 +516,40 @@ class Course:
             raise CourseError("no graded notebook matches --student/--assignment")
         return written
 
-    def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None) -> Exported:
-        """Grades to a CSV file: totals (`csv`), one row per graded cell (`csv`, `cells`), or Canvas's import."""
+    def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None,
+               canvas_gradebook: Path | None = None) -> Exported:
+        """Grades to a CSV file ('-': standard output): totals (`csv`), one row per graded cell (`csv`, `cells`),
+        or Canvas's import, its assignment ids from `canvas_ids` and/or a gradebook CSV exported from Canvas."""
         from autograder import export
 
-        if cells and fmt != "csv":
-            raise CourseError("--cells works with --format csv only")
         if fmt not in ("csv", "canvas"):
             raise CourseError(f"unknown export format {fmt!r} (csv or canvas)")
+        if cells and fmt != "csv":
+            raise CourseError("--cells works with --format csv only")
+        if (canvas_ids or canvas_gradebook) and fmt != "canvas":
+            raise CourseError("--canvas-id and --canvas-gradebook work with --format canvas only")
         cls = self.grades()
         out = Path(out)
-        if fmt == "canvas":
-            n = export.write_canvas(cls, out, canvas_ids or {})
-            return Exported(n, out, sorted(s for s, info in cls.students.items() if not info.get("lms_user_id")))
-        return Exported(export.write_cells(cls, out) if cells else export.write_totals(cls, out), out)
+        if fmt != "canvas":
+            return Exported(export.write_cells(cls, out) if cells else export.write_totals(cls, out), out)
+        unknown = sorted(set(canvas_ids or {}) - set(cls.assignments()))
+        if unknown:
+            raise CourseError(f"--canvas-id names {', '.join(unknown)}, not an assignment of this course "
+                              f"(it has {', '.join(cls.assignments())})")
+        ids, notes = {}, []
+        if canvas_gradebook is not None:
+            notebooks = {a: [nb for b, nb, _ in cls.notebooks if b == a] for a in cls.assignments()}
+            try:
+                ids, notes = export.canvas_ids_from_gradebook(canvas_gradebook, notebooks)
+            except export.ExportError as exc:
+                raise CourseError(str(exc)) from None
+        ids.update(canvas_ids or {})
+        warnings = [f"{a} has no Canvas assignment id: Canvas will match the column by its title {a!r} or create a "
+                    f"new assignment (give --canvas-id {a}=ID, or --canvas-gradebook with the gradebook CSV Canvas "
+                    "exports)" for a in cls.assignments() if a not in ids]
+        n = export.write_canvas(cls, out, ids)
+        return Exported(n, out, sorted(s for s, info in cls.students.items() if not info.get("lms_user_id")),
+                        notes + warnings if canvas_gradebook is not None else warnings)
 
     def report(self, out_dir: Path | None = None) -> Report:
         """The class summary per chapter, where points were lost (per graded cell and per hidden check), and

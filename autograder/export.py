@@ -14,6 +14,13 @@ leaves Canvas's grade unchanged. A column whose "Points Possible" cell says "rea
 is dropped by the importer (`readonly_assignment?`, as for the totals Canvas's own export
 marks so): the raw scores, penalties and lateness go in such columns, for the reader.
 
+An assignment column matches an existing Canvas assignment only by its id: ids come from
+`--canvas-id chN=ID` or from a gradebook CSV the instructor exported from Canvas (Grades >
+Export), whose columns are `Title (id)`: a column is an assignment's when its title is the
+assignment's name, starts with it (`ch1 Parallel time`), or holds its notebook's name. An
+assignment left without an id is a warning (Canvas would match its title or create a new
+assignment). Any file can be written to standard output (`-o -`).
+
 Every cell that a spreadsheet could take for a formula (starting with `=`, `+`, `-`, `@`,
 a tab or a carriage return: names, comments, answers) is written with a leading `'`
 (OWASP's advice for CSV injection); `unquote` undoes it when a CSV comes back.
@@ -21,6 +28,8 @@ a tab or a carriage return: names, comments, answers) is written with a leading 
 from __future__ import annotations
 
 import csv
+import re
+import sys
 from pathlib import Path
 
 from autograder.grades import Class
@@ -106,7 +115,49 @@ def _stamp(when) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else ""
 
 
+class ExportError(RuntimeError):
+    """An export that cannot be made as asked (a user-facing sentence)."""
+
+
+def canvas_ids_from_gradebook(path: Path, notebooks: dict[str, list[str]]) -> tuple[dict[str, str], list[str]]:
+    """({assignment: Canvas assignment id}, a note per assignment not found) from a gradebook CSV exported from
+    Canvas; ExportError for a file that is not one or a column that two assignments (or one, twice) claim."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ExportError(f"cannot read the Canvas gradebook {path} ({type(exc).__name__})") from None
+    if len(header) < 2 or "Student" not in header[0] or "ID" not in header[1]:
+        raise ExportError(f"{path} is not a gradebook exported from Canvas (its header starts "
+                          f"{', '.join(header[:2]) or 'with nothing'}; Canvas's starts Student, ID)")
+    columns = [(m["title"].strip(), m["id"]) for h in header if (m := re.fullmatch(r"(?P<title>.*)\((?P<id>\d+)\)\s*", h))]
+    ids, notes = {}, []
+    for assignment, names in notebooks.items():
+        def mine(title: str, a=assignment, names=names) -> bool:
+            t = title.lower()
+            return t == a.lower() or bool(re.match(rf"{re.escape(a.lower())}\b", t)) or any(n.lower() in t for n in names)
+        found = sorted({cid for title, cid in columns if mine(title)})
+        if len(found) > 1:
+            raise ExportError(f"several columns of {path} could be {assignment} (ids {', '.join(found)}): "
+                              f"give --canvas-id {assignment}=ID")
+        if found:
+            ids[assignment] = found[0]
+        else:
+            notes.append(f"{assignment}: no column of {path} is titled {assignment} or {', '.join(names)}")
+    taken = [cid for cid in ids.values()]
+    if len(set(taken)) < len(taken):
+        raise ExportError(f"one column of {path} matches several assignments: give --canvas-id CHAPTER=ID for each")
+    return ids, notes
+
+
 def _write(path: Path, header: list[str], rows: list[list]) -> int:
+    """Write the CSV to `path` ('-': standard output); returns the rows written (header not counted)."""
+    if str(path) == "-":
+        writer = csv.writer(sys.stdout)
+        writer.writerow([neutral(h) for h in header])
+        writer.writerows([[neutral(x) for x in row] for row in rows])
+        sys.stdout.flush()
+        return len(rows)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:

@@ -445,7 +445,7 @@ def test_bad_late_settings_are_one_line_errors(capsys, graded, tmp_path) -> None
     course_dir = fresh(graded, tmp_path)
     config.write_policy_block(course_dir, config.read_policy_block(graded))
     for argv, words in ((["--due", "ch1=tomorrow"], "not a date"), (["--due", "ch42=2025-01-01"], "ch42"),
-                        (["--per-day", "150%"], "between 0 and 1"), (["--cap", "lots"], "percentage"),
+                        (["--per-day", "150%"], "between 0% and 100%"), (["--cap", "lots"], "percentage"),
                         (["--timezone", "Mars/Olympus"], "unknown time zone")):
         code, _, err = run(capsys, "deadlines", *argv, "--course", course_dir)
         assert code == 1, argv

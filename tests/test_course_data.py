@@ -335,3 +335,84 @@ def test_similarity_help_says_what_common_means_in_students(capsys) -> None:
     common = out[out.rindex("--common"):]
     assert "students" in common[:300], common[:300]
 
+
+
+# ----------------------------------------------------------------------------- 9. the words around the commands
+
+def test_per_day_takes_a_percentage_or_a_fraction_and_says_so(capsys, released, tmp_path) -> None:
+    from autograder import config
+
+    course_dir = fresh(released, tmp_path)
+    for value in ("10%", "0.1"):
+        assert run(capsys, "deadlines", "--late", "per-day", "--per-day", value, "--course", course_dir)[0] == 0
+        assert config.load(course_dir).late.per_day == pytest.approx(0.1)
+    for value in ("10", "150%", "-0.1", "nan"):
+        code, _, err = run(capsys, "deadlines", "--per-day", value, "--course", course_dir)
+        assert code == 1, value
+        one_line_error(err, "--per-day", "10%", "0.1")
+        assert "c.LatePolicy" not in err
+    assert "10%" in run(capsys, "deadlines", "--per-day", "10", "--course", course_dir)[2]  # "for 10% write 10%"
+    assert config.load(course_dir).late.per_day == pytest.approx(0.1)  # nothing changed by the refused values
+
+
+def test_a_new_time_zone_shows_the_due_dates_it_moves(capsys, released, tmp_path) -> None:
+    course_dir = fresh(released, tmp_path)
+    assert run(capsys, "deadlines", "--due", "ch1=2025-01-31 23:00", "--course", course_dir)[0] == 0
+    code, out, _ = run(capsys, "deadlines", "--timezone", "Europe/Zurich", "--course", course_dir)
+    assert code == 0
+    assert "ch1 stays due at the same moment: 2025-01-31 23:00 UTC is 2025-02-01 00:00 CET" in out
+    code, out, _ = run(capsys, "deadlines", "--timezone", "UTC", "--due", "ch1=2025-01-31 23:00", "--course", course_dir)
+    assert code == 0 and "stays due" not in out  # set in the same call: its clock time is the one given
+
+
+def test_autograder_alone_prints_the_help(capsys) -> None:
+    from autograder import cli
+
+    code, out, _ = run(capsys)
+    assert code == 2 and "usage: autograder" in out and "collect" in out and "similarity" in out
+    assert out == (cli.parser().format_help())
+
+
+def test_the_instructors_install_line_installs_the_kit() -> None:
+    from autograder import course
+
+    text = (course.ROOT / "front" / "instructors.md").read_text()
+    assert "pip install -e ./attnlab -e \".[dev]\"" in text.split("## The `autograder` command")[1][:600]
+
+
+# ----------------------------------------------------------------------------- 8. exports an LMS accepts
+
+def test_a_canvas_export_without_ids_warns_and_takes_them_from_canvas_gradebook(capsys, graded, tmp_path) -> None:
+    code, _, err = run(capsys, "export", "--format", "canvas", "-o", tmp_path / "c.csv", "--course", graded)
+    assert code == 0 and "warning: ch1 has no Canvas assignment id" in err
+    book = tmp_path / "canvas_gradebook.csv"
+    book.write_text("Student,ID,SIS User ID,SIS Login ID,Section,ch1 Parallel time (4321),Quiz 1 (99),"
+                    "Current Score\n    Points Possible,,,,,12,5,\n")
+    code, _, err = run(capsys, "export", "--format", "canvas", "--canvas-gradebook", book, "-o", tmp_path / "c.csv",
+                       "--course", graded)
+    assert code == 0 and "warning" not in err, err
+    assert next(csv.reader((tmp_path / "c.csv").open()))[5] == "ch1 (4321)"
+    (tmp_path / "other.csv").write_text("name,score\nada,1\n")
+    code, _, err = run(capsys, "export", "--format", "canvas", "--canvas-gradebook", tmp_path / "other.csv",
+                       "-o", tmp_path / "c2.csv", "--course", graded)
+    assert code == 1 and not (tmp_path / "c2.csv").exists()
+    one_line_error(err, "not a gradebook exported from Canvas")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--canvas-id", "ch1=4321"], "--format canvas only"),
+    (["--canvas-gradebook", "x.csv"], "--format canvas only"),
+    (["--format", "canvas", "--cells"], "--format csv only"),
+    (["--format", "canvas", "--canvas-id", "ch9=1"], "ch9"),
+])
+def test_an_export_option_that_does_not_apply_is_an_error(capsys, graded, tmp_path, argv, words) -> None:
+    code, _, err = run(capsys, "export", *argv, "-o", tmp_path / "x.csv", "--course", graded)
+    assert code == 1 and not (tmp_path / "x.csv").exists()
+    one_line_error(err, words)
+
+
+def test_export_to_standard_output(capsys, graded) -> None:
+    code, out, err = run(capsys, "export", "-o", "-", "--course", graded)
+    assert code == 0 and "student-notebook rows to standard output" in err
+    rows = list(csv.DictReader(out.splitlines()))
+    assert {r["student_id"] for r in rows} >= {"ada", "grace"} and not Path("-").exists()
