@@ -11,6 +11,12 @@ The command line (`autograder.cli`), the book (`publish`), the tests and the ben
 this class; each step checks what it needs first and raises `CourseError` (one sentence) for
 a course that cannot do it.
 
+The steps that parse what students uploaded (collect, feedback, similarity, the manual export)
+run in a process of their own (`Course.bounded`), forked for the step, under a memory bound
+(`autograder.engine.membound`: a cgroup's memory.max where there is one, else RLIMIT_DATA on
+what the step adds) and a time limit (`StepLimits`): a notebook that blows up costs that step
+one clear line, never the instructor's shell or the machine.
+
 Underneath, the nbgrader course directory: a chapter (`coursenb.chapters`, text source
 `chapters/chN_name.py`) is assignment `chN` holding one notebook `chN_name`. The course's
 source notebook is the chapter without its solutions-only cells
@@ -236,6 +242,48 @@ class Similarity:
     path: Path
 
 
+# ----------------------------------------------------------------------------- bounded steps
+
+@dataclass(frozen=True)
+class StepLimits:
+    """What one step that parses student data may use: memory it adds (MiB) and wall time (s)."""
+
+    memory_mb: int = 2048
+    seconds: float = 3600.0
+
+
+def _vm_data() -> int:
+    """This process's private writable memory (VmData), in bytes (0 where /proc does not say)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> None:
+    """In the forked child: enter the bound, run the step, send back ('ok', result) or ('error', exception)."""
+    from autograder.engine import membound
+
+    if bound is not None and bound.cgroup is not None:
+        bound.enter()
+    else:  # RLIMIT_DATA counts what the child inherited too: bound what the step adds
+        membound.limit_this_process(_vm_data() + added)
+    try:
+        conn.send(("ok", fn(*args, **kwargs)))
+    except MemoryError:
+        conn.send(("memory", None))
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        try:
+            conn.send(("error", exc))
+        except Exception:  # noqa: BLE001 - an exception that does not pickle
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
 # ----------------------------------------------------------------------------- the course
 
 def fraction(text: str | float, option: str) -> float:
@@ -257,11 +305,48 @@ class Course:
     """One course directory (nbgrader's): release, deadlines, collect, grade, manual grading, feedback,
     export, report and similarity, each a method that checks what it needs before it writes."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, limits: StepLimits | None = None) -> None:
         self.root = Path(root)
+        self.limits = limits or StepLimits()
 
     def __repr__(self) -> str:
         return f"Course({str(self.root)!r})"
+
+    # -- steps that parse student data
+
+    def bounded(self, step: str, fn, *args, **kwargs):
+        """`fn(*args, **kwargs)` in a forked process under this course's `StepLimits`; its result, or its exception
+        raised here; CourseError naming `step` if it ran out of memory or time."""
+        import multiprocessing
+
+        from autograder.engine import membound
+
+        limit = self.limits.memory_mb << 20
+        bound = membound.memory_bound(limit, step)
+        receive, send = multiprocessing.Pipe(duplex=False)
+        child = multiprocessing.get_context("fork").Process(target=_bounded_child, name=f"autograder-{step}",
+                                                            args=(send, bound, limit, fn, args, kwargs), daemon=True)
+        try:
+            child.start()
+            send.close()
+            got = receive.recv() if receive.poll(self.limits.seconds) else ("time", None)
+        except EOFError:  # it died without a word: killed (a cgroup's OOM kill, a signal)
+            got = ("memory" if bound.oom_killed() or child.join(5) or child.exitcode in (-9, None) else "died", None)
+        finally:
+            if child.is_alive():
+                child.kill()
+            child.join(5)
+            bound.release()
+        kind, value = got
+        if kind == "ok":
+            return value
+        if kind == "error":
+            raise value
+        what = {"memory": f"ran out of memory (bound: {self.limits.memory_mb} MiB more than the command's own)",
+                "time": f"ran longer than its limit of {self.limits.seconds:g} s",
+                "died": f"stopped unexpectedly (exit status {child.exitcode})"}[kind]
+        raise CourseError(f"{step} {what} reading the students' files; nothing it wrote before stopping is "
+                          "trusted: find the file with `autograder gradebook` and the collect report")
 
     # -- what the course has
 
@@ -393,7 +478,8 @@ class Course:
 
         self.require()
         try:
-            result = collect.collect(self.root, list(sources), pattern=pattern, file_times=file_times)
+            result = self.bounded("collect", collect.collect, self.root, list(sources), pattern=pattern,
+                                  file_times=file_times)
         except collect.CollectError as exc:
             raise CourseError(str(exc)) from None
         self._register_students(result.students)
@@ -452,7 +538,8 @@ class Course:
         if not stale:
             return []
         cls = grades.load(self.root)
-        return feedback.generate(self.root, cls, logs if logs is not None else self.logs(), only=stale)
+        return self.bounded("feedback", feedback.generate, self.root, cls, logs if logs is not None else self.logs(),
+                            only=stale)
 
     # -- manual grading
 
@@ -471,7 +558,8 @@ class Course:
         qs = self.manual_questions(assignment)
         if not qs:
             return ManualExport([], None, [], 0)
-        path, pages, n = manual.export(self.root, Path(out_dir) if out_dir else self.root / "manual", assignment)
+        path, pages, n = self.bounded("manual export", manual.export, self.root,
+                                      Path(out_dir) if out_dir else self.root / "manual", assignment)
         return ManualExport(qs, path, pages, n)
 
     def manual_import(self, path: Path) -> list:
@@ -511,7 +599,7 @@ class Course:
         from autograder import feedback
 
         cls = self.grades()
-        written = feedback.generate(self.root, cls, self.logs(), student, assignment)
+        written = self.bounded("feedback", feedback.generate, self.root, cls, self.logs(), student, assignment)
         if not written:
             raise CourseError("no graded notebook matches --student/--assignment")
         return written
@@ -578,4 +666,4 @@ class Course:
             raise CourseError(f"no release in {self.root}: run `autograder release` first")
         if not 0 < common <= 1:
             raise CourseError("--common must be a fraction between 0 and 1")
-        return Similarity(*similarity.run(self.root, assignment, common))
+        return Similarity(*self.bounded("similarity", similarity.run, self.root, assignment, common))

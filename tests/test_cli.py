@@ -640,3 +640,24 @@ def test_manual_import_takes_its_file_before_or_after_the_course() -> None:
         assert (args.action, args.file, str(args.course)) == ("import", "f.csv", "C"), argv
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["manual", "import", "--course", "C"])
+
+
+# ----------------------------------------------------------------------------- steps that parse student data
+
+def _allocate(n: int) -> int:
+    return len(bytearray(n))
+
+
+def test_a_step_that_reads_student_data_runs_bounded(tmp_path) -> None:
+    """Course.bounded: the step's result and its own errors come back; a blow-up past the bound is one CourseError
+    (the same allocation is fine unbounded), and this process is untouched."""
+    c = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=600))
+    assert c.bounded("similarity", _allocate, 64 << 20) == 64 << 20
+    with pytest.raises(collect.CollectError, match="unreadable"):
+        c.bounded("collect", lambda: (_ for _ in ()).throw(collect.CollectError("unreadable zip")))
+    with pytest.raises(course.CourseError, match="similarity ran out of memory"):
+        c.bounded("similarity", _allocate, 2 << 30)
+    assert _allocate(512 << 20) == 512 << 20  # the bound was the child's alone
+    slow = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=1))
+    with pytest.raises(course.CourseError, match="feedback ran longer than its limit of 1 s"):
+        slow.bounded("feedback", __import__("time").sleep, 30)
