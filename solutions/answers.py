@@ -1,5 +1,6 @@
-"""Reference symbolic answers, by check name: the expression, the variables the answer may
-use, and the relations between the sizes that the question states (the checker uses them).
+"""The symbolic questions, by check name: the variables an answer may use and the relations between
+the sizes that the question states (the checker uses them). The reference answer itself is the
+chapter's (its solution cell, loaded as `solutions.chN.NAME`): it is never written here.
 
 Relations are strings such as "K <= J" or "J = H*I" (a product of powers on each side; a
 size the answer may not use, like I, may appear). `attnlab.symbolic.check_answer` takes
@@ -7,7 +8,15 @@ them as `relations=`; see its module docstring for what they change.
 """
 from __future__ import annotations
 
+import importlib
 from typing import NamedTuple
+
+
+class Question(NamedTuple):
+    """What a symbolic question states: the allowed variables, and the relations between the sizes."""
+
+    variables: tuple[str, ...]
+    relations: tuple[str, ...] = ()
 
 
 class Reference(NamedTuple):
@@ -22,16 +31,26 @@ class Reference(NamedTuple):
 # and a head's query/key and value sizes are at most the width, K <= J, I <= J.
 HEADS_KEYS = ("J = H*I", "I <= J", "K <= J")
 
-ANSWERS: dict[str, Reference] = {
-    "ch1.PARALLEL_TIME_SERIAL": Reference("L*(J + K + T)", ("L", "T", "H", "J", "K"), HEADS_KEYS),
-    "ch1.PARALLEL_TIME_LOG": Reference("L*(log(J) + log(K) + log(T))", ("L", "T", "H", "J", "K"), HEADS_KEYS),
-    "ch1.SOFTMAX_TIME": Reference("log(K) + log(T)", ("T", "K")),
-    "ch1.SOFTMAX_TIME_PRACTICE": Reference("K + log(T)", ("T", "K")),
-    "ch1.LAYER_TIME": Reference("log(T) + log(J)", ("T", "J", "K"), HEADS_KEYS),
-    "ch1.LAYER_TIME_PRACTICE": Reference("J + log(T)", ("T", "J", "K"), HEADS_KEYS),
-    "ch2.SPATIAL_TIME_LAYER": Reference("log(X) + log(Y) + log(J) + log(K)", ("X", "Y", "H", "J", "K"), HEADS_KEYS),
-    "ch2.SPATIAL_TIME": Reference("L*(log(X) + log(Y) + log(J) + log(K))", ("L", "X", "Y", "H", "J", "K"), HEADS_KEYS),
-    "ch3.EQUAL_WHEN": Reference("K = J/2", ("K", "J")),
-    "ch6.CNN_TIME": Reference("L", ("L", "T")),
-    "ch6.RNN_TIME": Reference("T + L", ("L", "T")),
+QUESTIONS: dict[str, Question] = {
+    "ch1.PARALLEL_TIME_SERIAL": Question(("L", "T", "H", "J", "K"), HEADS_KEYS),
+    "ch1.PARALLEL_TIME_LOG": Question(("L", "T", "H", "J", "K"), HEADS_KEYS),
+    "ch1.SOFTMAX_TIME": Question(("T", "K")),
+    "ch1.SOFTMAX_TIME_PRACTICE": Question(("T", "K")),
+    "ch1.LAYER_TIME": Question(("T", "J", "K"), HEADS_KEYS),
+    "ch1.LAYER_TIME_PRACTICE": Question(("T", "J", "K"), HEADS_KEYS),
+    "ch2.SPATIAL_TIME_LAYER": Question(("X", "Y", "H", "J", "K"), HEADS_KEYS),
+    "ch2.SPATIAL_TIME": Question(("L", "X", "Y", "H", "J", "K"), HEADS_KEYS),
+    "ch3.EQUAL_WHEN": Question(("K", "J")),
+    "ch6.CNN_TIME": Question(("L", "T")),
+    "ch6.RNN_TIME": Question(("L", "T")),
 }
+
+
+def reference(name: str) -> Reference:
+    """Question `name` ("ch1.SOFTMAX_TIME") with the chapter's answer (`solutions.ch1.SOFTMAX_TIME`)."""
+    chapter, variable = name.split(".")
+    answer = getattr(importlib.import_module(f"solutions.{chapter}"), variable)
+    return Reference(answer, *QUESTIONS[name])
+
+
+ANSWERS: dict[str, Reference] = {name: reference(name) for name in QUESTIONS}

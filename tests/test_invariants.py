@@ -5,8 +5,11 @@ zero, without a crash; (iii) every wrong implementation in solutions/mistakes lo
 points of the cells it names. These are the autograded cells; a manually graded answer (prose)
 waits for the instructor. (Stock `nbgrader autograde` checks the same on Chapter 1 in
 test_nbgrader_stock.py, and the engine's equality with it in test_engine_equivalence.py.)
+ATTNLAB_CHAPTERS="ch1 ch3" grades those chapters only (a change to one chapter's mistakes).
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -16,7 +19,7 @@ from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
-CHAPTERS = select()
+CHAPTERS = select(os.environ.get("ATTNLAB_CHAPTERS", "").split() or None)
 
 
 @pytest.fixture(scope="module")

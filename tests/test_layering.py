@@ -1,10 +1,14 @@
 """The packages form layers: the student kit at the bottom, naming nothing above it.
 
-    attnlab (student kit)  <-  coursenb (notebook conventions)
-           ^                          ^
-           +------------  autograder (grading)  ->  solutions (references, mistakes)
+    attnlab (student kit)  <-  coursenb (notebook conventions)  <-  solutions (references, mistakes)
+           ^                          ^                                  ^
+           +------------------  autograder (grading)  -------------------+
                                       ^
                                publish (the book: serves the release, audits with the judge)
+
+The references are the chapters' solution cells, which `solutions` reads from the course's own
+chapter sources (instructor-side text, `coursenb.chapters.CHAPTERS`): the judge trusts only the
+instructor's side, and a student's process can reach neither `solutions` nor `chapters/`.
 
 Every import in every module (top level or inside a function) is read from the source, so a
 lazy import of the grader from the kit fails here too; and the kit is imported, module by
@@ -26,7 +30,7 @@ ALLOWED = {
     "attnlab": set(),
     "coursenb": set(),
     "publish": {"coursenb", "attnlab", "autograder"},  # never `solutions` directly
-    "solutions": set(),
+    "solutions": {"coursenb"},  # the chapters' solution cells are the references
     "autograder": {"attnlab", "coursenb", "solutions"},
 }
 
@@ -92,3 +96,26 @@ def test_the_kit_imports_with_the_instructor_packages_absent() -> None:
     out = subprocess.run([sys.executable, "-c", KIT_ALONE], capture_output=True, text=True, timeout=600, cwd="/")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "not run here" in out.stdout and "imported" in out.stdout, out.stdout
+
+
+def test_the_references_are_the_instructors_chapter_sources() -> None:
+    """Every reference function is compiled from a chapter source in the checkout's chapters/ (never from a
+    course directory or a submission), and the grading sandbox hides both solutions/ and chapters/."""
+    import importlib
+    import inspect
+
+    from autograder.engine import sandbox
+    from autograder.engine.inside import zygote
+    from coursenb.chapters import CHAPTERS, select
+
+    for chapter in select():
+        module = importlib.import_module(f"solutions.{chapter.assignment}")
+        functions = [f for f in vars(module).values() if inspect.isfunction(f) and f.__module__ == module.__name__]
+        functions += [m for c in vars(module).values() if inspect.isclass(c) and c.__module__ == module.__name__
+                      for m in vars(c).values() if inspect.isfunction(m)]
+        compiled = {inspect.unwrap(f).__code__.co_filename.rsplit(":", 1)[0] for f in functions}
+        compiled.discard(str(Path(module.__file__)))  # the module's own grader helpers (solutions/ch4.py)
+        assert compiled == {str(chapter.path)}, (chapter.assignment, compiled)
+        assert chapter.path.resolve().parent == CHAPTERS.resolve()
+    for blocked in (sandbox.BLOCKED, zygote.FORBIDDEN):
+        assert {"solutions", "chapters"} <= set(blocked)

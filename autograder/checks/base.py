@@ -6,7 +6,8 @@ sends back): `FunctionCheck` calls the student's function, `ValueCheck` compares
 
 How to pose an equation answer (a derivation whose answer is a set of index equations)
 -------------------------------------------------------------------------------------
-1. Write the reference in `solutions/chN.py`, in the answer language of `attnlab.equations`:
+1. Write the reference in the chapter's solution cell (its one home; `solutions.chN` loads it,
+   `solutions.chapter`), in the answer language of `attnlab.equations`:
 
        SPATIAL_EQUATIONS = r'''
        Query[h,x,y,k] = sum_j WQ[h,k,j] * M[x,y,j]
@@ -43,8 +44,8 @@ How to pose an equation answer (a derivation whose answer is a set of index equa
 
    with the same `inputs` and `defines` as the question (they are part of the problem, not of
    its answer).
-4. Add a wrong answer to `solutions/mistakes/chN.py`, e.g. the softmax over x2 only:
-   `Wrong("spatial_equations", "SPATIAL_EQUATIONS = r'...'", ("test_spatial_equations",), "...")`.
+4. Add a wrong answer to `solutions/mistakes/chN.py`, an edit of the reference's text, e.g. the softmax
+   over y2 only: `Patch("spatial_equations", "softmax_{x2,y2}", "softmax_{y2}", ("test_spatial_equations",), "...")`.
 
 The judge (`autograder.equation_judge`) evaluates the student's equations and the reference on
 random tensors for every size draw, compares each defined tensor axis by axis (so index names,
@@ -56,10 +57,11 @@ undefined name, as for a function.
 
 How to judge a function that calls an earlier one (one mistake costs one cell)
 -----------------------------------------------------------------------------
-Give the reference the earlier function as a keyword argument whose default is the reference's
-own, and name it in `upstream`:
+The reference takes the earlier function as a keyword argument whose default is the reference's
+own: the chapter keeps the student's signature, and `solutions/chN.py` adds the keywords when it
+loads the chapter, `load("ch5", globals(), upstream={"caption_step": ("image_attention", "attend")})`.
+Name them in the check's `upstream`:
 
-    def caption_step(z, M, E, ..., *, image_attention=image_attention, attend=attend): ...
     "ch5.caption_step": FunctionCheck(ch5.caption_step, trials, upstream=("image_attention", "attend"))
 
 The notebook line stays `hidden_check("ch5.caption_step", caption_step)`. The student's calls to

@@ -56,13 +56,15 @@ def build(attack: Attack, source: nbformat.NotebookNode, context: dict) -> nbfor
 
 def fill(template: str, ref: str, context: dict) -> str:
     """Expand {ref}, {wrong:<cell>}, {repo}, {course}, {other} in an attack's source."""
-    from solutions.mistakes import wrong_for
+    from solutions.mistakes import source_of, wrong_for
 
     text = textwrap.dedent(template).strip("\n")
     seen: dict[str, int] = {}
     for w in wrong_for(context["assignment"]):
         k = seen[w.cell] = seen.get(w.cell, -1) + 1
-        body = textwrap.dedent(w.source).strip("\n")
+        if f"{{wrong:{w.cell}" not in text:
+            continue
+        body = source_of(w, context["assignment"])
         text = text.replace(f"{{wrong:{w.cell}:{k}}}", body).replace(f"{{wrong:{w.cell}}}", body)
     for key in ("repo", "course", "other"):
         text = text.replace(f"{{{key}}}", str(context.get(key, "")))

@@ -1,0 +1,131 @@
+"""Each chapter judged on its own solutions, in this process, without executing a notebook.
+
+The references are the chapters' solution cells (`solutions.chapter`). Here those cells run in
+a fresh namespace, as a student's notebook would define them, and every hidden check the
+chapter's test cells call is judged (`autograder.judge`) on what they define: all pass. Each
+mistake of `solutions/mistakes` is applied to the chapter the same way: the hidden checks of
+exactly the test cells it loses fail (a mistake caught by the visible test only is named as
+such). A mistake whose anchor left the chapter fails loudly.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+
+import nbformat
+import pytest
+
+from autograder.judge import judge, make_trials, run_trials, sent
+from coursenb import cells
+from coursenb.chapters import select
+from solutions.chapter import execute, solution_cells, source_notebook
+from solutions.mistakes import Assign, Patch, StaleMistake, Wrong, apply, wrong_for
+
+CHAPTERS = [c.assignment for c in select()]
+SEED = 20240611
+# Checks that train a model (seconds each): judged in the slow lane only.
+TRAINING = {"ch4.blank_lm"}
+
+
+def hidden_checks(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
+    """(test cell, check name, the answer's expression) for every hidden_check call of `nb`'s test cells."""
+    found = []
+    for cell in nb.cells:
+        if not cells.is_test(cell):
+            continue
+        for node in ast.walk(ast.parse("\n".join(cells.hidden_tests(cell.source)))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == cells.HIDDEN_CHECK:
+                found.append((cells.grade_id(cell), node.args[0].value, ast.unparse(node.args[1])))
+    return found
+
+
+def _helpers(nb: nbformat.NotebookNode, wanted: set[str]) -> list[ast.stmt]:
+    """The chapter's top-level imports, definitions and assignments that `wanted` needs (transitively), in order:
+    a hidden check may call a chapter helper (`head_outputs`) built on the student's answer."""
+    statements = [s for c in nb.cells if c.get("cell_type") == "code" and not cells.is_solution(c)
+                  and not cells.is_test(c) and not cells.is_solutions_only(c)
+                  for s in ast.parse(cells.strip_hidden_tests(c.source)).body]
+
+    def binds(s: ast.stmt) -> set[str]:
+        if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
+            return {s.name}
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            return {(a.asname or a.name).split(".")[0] for a in s.names}
+        if isinstance(s, ast.Assign):
+            return {t.id for t in s.targets if isinstance(t, ast.Name)}
+        return set()
+
+    chosen: set[int] = set()
+    todo = set(wanted)
+    while todo:
+        name = todo.pop()
+        defining = [k for k, s in enumerate(statements) if name in binds(s)]
+        if defining and defining[-1] not in chosen:
+            chosen.add(defining[-1])
+            todo |= {n.id for n in ast.walk(statements[defining[-1]]) if isinstance(n, ast.Name)}
+    return [statements[k] for k in sorted(chosen)]
+
+
+def judged(nb: nbformat.NotebookNode, skip: set[str] = frozenset()) -> dict[str, list[str]]:
+    """{test cell: [the failures of its hidden checks]} for `nb`'s solution cells run here."""
+    namespace = execute(nb)
+    checks = [c for c in hidden_checks(nb) if c[1] not in skip]
+    wanted = {n.id for *_, e in checks for n in ast.walk(ast.parse(e)) if isinstance(n, ast.Name)} - set(namespace)
+    exec(compile(ast.Module(body=_helpers(nb, wanted), type_ignores=[]), "<chapter helpers>", "exec"), namespace)
+    failures: dict[str, list[str]] = {gid: [] for gid, *_ in checks}
+    for gid, name, expression in checks:
+        answer = eval(expression, namespace)  # noqa: S307 - the chapter's own text
+        trials = make_trials(name, SEED) if callable(answer) else []
+        verdict = judge(name, trials, run_trials(answer, sent(name, trials)))
+        if not verdict.passed:
+            failures[gid].append(f"{name}: {verdict.message}")
+    return failures
+
+
+@functools.cache
+def _source(assignment: str) -> nbformat.NotebookNode:
+    return source_notebook(assignment)
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS)
+def test_each_chapter_passes_its_hidden_checks_with_its_own_solutions(assignment: str) -> None:
+    failures = judged(_source(assignment), skip=TRAINING)
+    assert failures and not any(failures.values()), failures
+
+
+def _mistakes() -> list:
+    return [pytest.param(a, k, id=f"{a}-{k}-{w.cell}") for a in CHAPTERS for k, w in enumerate(wrong_for(a))]
+
+
+@pytest.mark.parametrize(("assignment", "k"), _mistakes())
+def test_each_mistake_fails_exactly_the_hidden_checks_of_the_cells_it_loses(assignment: str, k: int) -> None:
+    wrong = wrong_for(assignment)[k]
+    if any(gid.startswith("test_") and check in TRAINING for gid, check, _ in hidden_checks(_source(assignment))
+           if gid in wrong.loses):
+        pytest.skip("judged by training a model: the slow lane's invariants test grades it")
+    failures = judged(apply(_source(assignment), wrong), skip=TRAINING)
+    failed = {gid for gid, f in failures.items() if f}
+    assert failed == set(wrong.loses), f"{wrong.why}: {failures}"
+
+
+def test_a_patch_whose_anchor_left_the_chapter_fails_loudly() -> None:
+    nb = _source("ch1")
+    gone = Patch("self_attention", "/ math.sqrt(Kx)", "", ("test_self_attention",), "the scale left out")
+    with pytest.raises(StaleMistake, match=r"'the scale left out'.*'/ math.sqrt\(Kx\)' is not in .*'self_attention'"):
+        apply(nb, gone)
+    twice = Patch("self_attention", "torch.einsum", "torch.mul", ("test_self_attention",), "no einsum")
+    with pytest.raises(StaleMistake, match=r"'no einsum'.*is \d+ times in"):
+        apply(nb, twice)
+    with pytest.raises(StaleMistake, match=r"assigns SOFTMAX_TIMES 0 times"):
+        apply(nb, Assign("softmax_time", "SOFTMAX_TIMES", "T", ("test_softmax_time",), "a name the cell lacks"))
+
+
+def test_every_mistake_applies_to_the_chapter_and_changes_its_cell() -> None:
+    for assignment in CHAPTERS:
+        nb = _source(assignment)
+        reference = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in solution_cells(nb)}
+        for wrong in wrong_for(assignment):
+            assert isinstance(wrong, (Patch, Assign, Wrong))
+            changed = apply(nb, wrong)
+            after = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in solution_cells(changed)}
+            assert {g for g in reference if after[g] != reference[g]} == {wrong.cell}, wrong.why
