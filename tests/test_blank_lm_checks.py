@@ -22,6 +22,7 @@ from autograder.gradinglog import figures
 from autograder.judge import judge, make_trials, sent
 from coursenb.chapters import select
 from solutions import ch4
+from solutions.mistakes import source_of
 from solutions.mistakes.ch4 import WRONG
 from tests import nbgrader_support as nbs
 from tests.adversarial import cell
@@ -55,7 +56,7 @@ def test_the_seeds_head_passes(head_trials) -> None:
 
 @pytest.mark.parametrize("wrong", [w for w in WRONG if "test_blank_head" in w.loses], ids=lambda w: w.why[:40])
 def test_each_wrong_head_fails_with_a_reason(head_trials, wrong) -> None:
-    verdict = _judge_head(head_trials, _head(wrong.source))
+    verdict = _judge_head(head_trials, _head(source_of(wrong, "ch4")))
     assert not verdict.passed
     assert "head" in verdict.message or "rows" in verdict.message
 

@@ -9,20 +9,11 @@ log(1/|V|)) or ignores the states (a unigram model of the word vectors) has ever
 test_blank_head tests but one, that its output changes
 with its inputs, and cannot learn the blanks: it loses both cells.
 """
-from solutions.mistakes import Wrong
+from solutions.mistakes import Patch, Wrong
 
 WRONG = [
-    Wrong("blank_head", '''
-        class BlankHead(nn.Module):
-            def __init__(self, J, U):
-                super().__init__()
-                self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
-                self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
-
-            def forward(self, z_fwd_prev, z_bwd_next, E):
-                return (torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev)
-                        + torch.einsum("wu,uj,nj->nw", E, self.W_bwd, z_bwd_next))  # raw scores, not ln P
-        ''', ("test_blank_head",), "returns scores instead of log-probabilities (trains fine: the loss renormalises)"),
+    Patch("blank_head", "return torch.log_softmax(scores, dim=-1)", "return scores  # raw scores, not ln P",
+          ("test_blank_head",), "returns scores instead of log-probabilities (trains fine: the loss renormalises)"),
     Wrong("blank_head", '''
         class BlankHead(nn.Module):
             def __init__(self, J, U):
@@ -32,15 +23,8 @@ WRONG = [
             def forward(self, z_fwd_prev, z_bwd_next, E):
                 return torch.log_softmax(self.out(torch.cat([z_fwd_prev, z_bwd_next], dim=-1)), dim=-1)
         ''', ("test_blank_head",), "an output layer per word id: ignores the word vectors, fixes the vocabulary size"),
-    Wrong("blank_head", '''
-        class BlankHead(nn.Module):
-            def __init__(self, J, U):
-                super().__init__()
-                self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
-
-            def forward(self, z_fwd_prev, z_bwd_next, E):
-                return torch.log_softmax(torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev), dim=-1)  # one side
-        ''', ("test_blank_lm",), "reads the forward state only: a valid distribution, far from the optimum"),
+    Patch("blank_head", "self.W_bwd, z_bwd_next)", "self.W_bwd, 0 * z_bwd_next)", ("test_blank_lm",),
+          "reads the forward state only: a valid distribution, far from the optimum"),
     Wrong("blank_head", '''
         class BlankHead(nn.Module):
             def __init__(self, J, U):
