@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 
 import nbformat
 import pytest
@@ -66,8 +67,24 @@ def _helpers(nb: nbformat.NotebookNode, wanted: set[str]) -> list[ast.stmt]:
     return [statements[k] for k in sorted(chosen)]
 
 
-def judged(nb: nbformat.NotebookNode, skip: set[str] = frozenset()) -> dict[str, list[str]]:
-    """{test cell: [the failures of its hidden checks]} for `nb`'s solution cells run here."""
+def _reaches(value: object, namespace: dict, seen: set[str]) -> set[str]:
+    """The global names `value` (a function, a class, a value) uses, transitively through `namespace`."""
+    codes = [value.__code__] if inspect.isfunction(value) else \
+        [f.__code__ for f in vars(value).values() if inspect.isfunction(f)] if inspect.isclass(value) else []
+    while codes:
+        code = codes.pop()
+        codes += [c for c in code.co_consts if inspect.iscode(c)]
+        for name in code.co_names:
+            if name in namespace and name not in seen:
+                seen.add(name)
+                _reaches(namespace[name], namespace, seen)
+    return seen
+
+
+def judged(nb: nbformat.NotebookNode, skip: set[str] = frozenset(),
+           only_using: set[str] | None = None) -> dict[str, list[str]]:
+    """{test cell: [the failures of its hidden checks]} for `nb`'s solution cells run here; with `only_using`,
+    only the checks whose answer uses one of those names (the others are the reference's, judged already)."""
     namespace = execute(nb)
     checks = [c for c in hidden_checks(nb) if c[1] not in skip]
     wanted = {n.id for *_, e in checks for n in ast.walk(ast.parse(e)) if isinstance(n, ast.Name)} - set(namespace)
@@ -75,6 +92,10 @@ def judged(nb: nbformat.NotebookNode, skip: set[str] = frozenset()) -> dict[str,
     failures: dict[str, list[str]] = {gid: [] for gid, *_ in checks}
     for gid, name, expression in checks:
         answer = eval(expression, namespace)  # noqa: S307 - the chapter's own text
+        if only_using is not None:
+            used = {n.id for n in ast.walk(ast.parse(expression)) if isinstance(n, ast.Name)}
+            if not (_reaches(answer, namespace, set(used)) & only_using):
+                continue
         trials = make_trials(name, SEED) if callable(answer) else []
         verdict = judge(name, trials, run_trials(answer, sent(name, trials)))
         if not verdict.passed:
@@ -103,9 +124,23 @@ def test_each_mistake_fails_exactly_the_hidden_checks_of_the_cells_it_loses(assi
     if any(gid.startswith("test_") and check in TRAINING for gid, check, _ in hidden_checks(_source(assignment))
            if gid in wrong.loses):
         pytest.skip("judged by training a model: the slow lane's invariants test grades it")
-    failures = judged(apply(_source(assignment), wrong), skip=TRAINING)
+    nb = _source(assignment)
+    wrong_nb = apply(nb, wrong)
+    changed = set().union(*(_defines(c) for n in (nb, wrong_nb) for c in n.cells if cells.grade_id(c) == wrong.cell))
+    failures = judged(wrong_nb, skip=TRAINING, only_using=changed)
     failed = {gid for gid, f in failures.items() if f}
     assert failed == set(wrong.loses), f"{wrong.why}: {failures}"
+
+
+def _defines(cell: nbformat.NotebookNode) -> set[str]:
+    """The names a solution cell defines at its top level."""
+    out = set()
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
 
 
 def test_a_patch_whose_anchor_left_the_chapter_fails_loudly() -> None:
