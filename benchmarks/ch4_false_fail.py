@@ -22,7 +22,6 @@ import math
 import re
 import statistics
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -63,6 +62,7 @@ class MLPHead(nn.Module):
 def heads(names: list[str]) -> dict[str, type[nn.Module]]:
     """Head classes by name (`wrong` expands to every mistake that must lose test_blank_lm)."""
     from solutions import ch4
+    from solutions.mistakes import source_of
     from solutions.mistakes.ch4 import WRONG
 
     out: dict[str, type[nn.Module]] = {}
@@ -76,7 +76,7 @@ def heads(names: list[str]) -> dict[str, type[nn.Module]]:
         elif name == "wrong":
             for k, wrong in enumerate(w for w in WRONG if "test_blank_lm" in w.loses):
                 ns = {"torch": torch, "nn": nn, "math": math}
-                exec(textwrap.dedent(wrong.source), ns)
+                exec(source_of(wrong, "ch4"), ns)
                 out[f"wrong{k}: {wrong.why[:40]}"] = ns["BlankHead"]
         else:
             raise SystemExit(f"unknown head {name!r} (reference, linear_bias, mlp, wrong)")
