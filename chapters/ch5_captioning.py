@@ -73,8 +73,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from attnlab.data.scenes import COLOURS, SHAPES, VOCAB, make_scenes
+from attnlab.equations import evaluate
 from attnlab.grading import is_grading
-from attnlab.testing import expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import Explained, expect_close, expect_equations, expect_like, expect_shape
 
 # One thread: the captioner's operations are tiny, and a second thread only adds synchronisation
 # (on a busy 2-core machine it made training 10x slower). It also makes the run reproducible anywhere.
@@ -173,11 +174,62 @@ P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_caption_equations", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible test: the form of your equations (names, indices, sizes), not whether they are right.
+# Visible tests: the form of your equations (names, indices, sizes), then their values on a case worked out by hand.
 expect_equations(CAPTION_EQUATIONS,
                  inputs={"z_prev": "J", "e": "U", "M": "X,Y,K", "W_att": "J,K", "W_auto": "U,J", "E": "Vocab,U"},
                  defines={"alpha": "X,Y", "V": "K", "z": "J", "P": "Vocab"}, functions={"CELL": None},
                  what="Problem 5.1, CAPTION_EQUATIONS")
+
+# By hand: a 2 x 2 image with K = 2, a state of J = 1, word vectors of U = 1 and two words. z_prev = [1] and
+# W_att = [[1, 0]] make the score of cell (x, y) its first feature, M[x, y, 0] = log odds[x, y] with
+# odds = [[1, 1], [1, 5]], so alpha = odds / 8. The second feature is 8 on cell (1, 1) and 0 elsewhere:
+# V = [(5/8) log 5, 5]. CELL is replaced by a fixed stand-in, CELL(a, b, c) = a[0] + b[1] - 2 c[0], which on
+# (z_prev, V, e) with e = [1/2] gives z = [1 + 5 - 1] = [5]. With E = [[0], [1]] and W_auto = [[1]] the two
+# words score 0 and z[0]: P = [1, e^5] / (1 + e^5).
+def stand_in_cell(*vectors: torch.Tensor) -> torch.Tensor:
+    """This example's fixed stand-in for CELL: a[0] + b[1] - 2 c[0] (each vector on the last axis) -> [..., 1]."""
+    if len(vectors) != 3 or vectors[1].shape[-1] < 2 or min(v.shape[-1] for v in vectors) < 1:
+        raise Explained(f"On the hand-checked example your CELL line passes vectors of sizes "
+                        f"{[v.shape[-1] for v in vectors]}: compare its arguments with the CELL line of Section 5.1.")
+    a, b, c = vectors
+    return a[..., :1] + b[..., 1:2] - 2 * c[..., :1]
+
+
+odds = torch.tensor([[1.0, 1.0], [1.0, 5.0]], dtype=torch.float64)
+hand = {"z_prev": torch.tensor([1.0], dtype=torch.float64), "e": torch.tensor([0.5], dtype=torch.float64),
+        "M": torch.stack([odds.log(), torch.tensor([[0.0, 0.0], [0.0, 8.0]], dtype=torch.float64)], dim=-1),
+        "W_att": torch.tensor([[1.0, 0.0]], dtype=torch.float64), "W_auto": torch.tensor([[1.0]], dtype=torch.float64),
+        "E": torch.tensor([[0.0], [1.0]], dtype=torch.float64)}
+got = evaluate(CAPTION_EQUATIONS, hand, functions={"CELL": stand_in_cell})
+mistakes = {  # what some common mistakes give for alpha on this example (worked out by hand)
+    "each row of the image sums to 1 (a softmax over y alone); the attention must be one distribution over all "
+    "X*Y cells together": [[0.5, 0.5], [1 / 6, 5 / 6]],
+    "each column of the image sums to 1 (a softmax over x alone); the attention must be one distribution over all "
+    "X*Y cells together": [[0.5, 1 / 6], [0.5, 5 / 6]],
+    "these are the raw scores, not a probability distribution over the cells": [[0.0, 0.0], [0.0, math.log(5)]],
+    "the scores are divided by sqrt(K) = sqrt(2), and this problem does not scale them (see the errata)":
+        (odds ** (1 / math.sqrt(2)) / (odds ** (1 / math.sqrt(2))).sum()).tolist(),
+}
+for mistake, wrong in mistakes.items():
+    if got["alpha"].shape == (2, 2) and torch.allclose(got["alpha"], torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained(f"Evaluated on the hand-checked 2 x 2 image your alpha is {got['alpha'].tolist()}: {mistake}.")
+expect_close(got["alpha"], odds / 8, "your alpha on the hand-checked 2 x 2 image (expected [[1/8, 1/8], [1/8, 5/8]])",
+             hint="Cell (1, 1), whose first feature is log 5, should get 5 times the weight of each other cell.")
+expect_close(got["V"], torch.tensor([5 / 8 * math.log(5), 5.0], dtype=torch.float64),
+             "your V on the hand-checked image (expected [(5/8) log 5, 5] = [1.006, 5])",
+             hint="The glimpse weighs each cell's feature vector by that cell's attention weight.")
+if got["z"].shape == (1,) and torch.allclose(got["z"], torch.tensor([3.5], dtype=torch.float64)):
+    raise Explained("Evaluated on the hand-checked image your z is [3.5]: your CELL line passes the previous state "
+                    "and the word vector in each other's places.")
+expect_close(got["z"], torch.tensor([5.0], dtype=torch.float64),
+             "your z on the hand-checked image, with the stand-in CELL(a, b, c) = a[0] + b[1] - 2 c[0] (expected [5])",
+             hint="Compare your CELL line with Section 5.1's: which vectors does it read, and in which order?")
+if got["P"].shape == (2,) and torch.allclose(got["P"], torch.tensor([1.0, math.e], dtype=torch.float64) / (1 + math.e)):
+    raise Explained("Evaluated on the hand-checked image your P is the distribution that the previous state z_prev "
+                    "predicts: in the book's indexing (Section 5.1) w_t is predicted from the state after this step.")
+expect_close(got["P"], torch.tensor([1.0, math.exp(5)], dtype=torch.float64) / (1 + math.exp(5)),
+             "your P on the hand-checked image (expected [1, e^5] / (1 + e^5))",
+             hint="P is a distribution over the vocabulary: each word's score, normalised over the words w.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 

@@ -81,6 +81,7 @@ from tqdm.auto import tqdm
 
 from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, PAD
+from attnlab.equations import evaluate
 from attnlab.grading import is_grading
 from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
 
@@ -115,9 +116,23 @@ M0[b,t,j] = E[w[b,t], j]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_embed_equation", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-# Visible test: the form of your equation (names, indices, sizes), not whether it is right.
+# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked out by hand.
 expect_equations(EMBED_EQUATION, inputs={"E": "Vocab,J", "w": "B,T in Vocab"}, defines={"M0": "B,T,J"},
                  what="Problem 6.1, EMBED_EQUATION")
+
+# By hand: 3 words with J = 2, E = [[0, 1], [2, 3], [4, 5]], and two sentences w = [[2, 0, 2], [1, 1, 0]]. Layer 0
+# holds the vector of each word of each sentence: [[[4, 5], [0, 1], [4, 5]], [[2, 3], [2, 3], [0, 1]]].
+hand = {"E": torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], dtype=torch.float64),
+        "w": torch.tensor([[2, 0, 2], [1, 1, 0]])}
+got = evaluate(EMBED_EQUATION, hand)["M0"]
+if got.shape == (2, 3, 2) and torch.equal(got[0], got[1]):
+    raise Explained(f"Evaluated on two hand-checked sentences your M0 is {got.tolist()}: both sentences get the same "
+                    "vectors, but each sentence b must read its own words.")
+expect_close(got, torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]], [[2.0, 3.0], [2.0, 3.0], [0.0, 1.0]]],
+                               dtype=torch.float64),
+             "your M0 on the hand-checked sentences [[2, 0, 2], [1, 1, 0]] with E = [[0, 1], [2, 3], [4, 5]]",
+             hint="Each position of each sentence holds the vector of the word written there: which axis of E "
+                  "does a word id select?")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -186,9 +201,35 @@ M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[b, 2*t + d, j] - beta[j2])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_stride2_equation", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-# Visible test: the form of your equation (names, indices, sizes), not whether it is right.
+# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked out by hand.
 expect_equations(STRIDE2_EQUATION, inputs={"M0": "B,T,J", "W": "D,J,J2", "beta": "J2"}, defines={"M1": "B,T2,J2"},
                  what="Problem 6.3, STRIDE2_EQUATION")
+
+# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]] (W[0] = 1, W[1] = 2), beta = [1], and two sentences,
+# [1, 2, 3, 4, 5] and [5, 4, 3, 2, 1]. Two windows fit in each; before the sigmoid the outputs are
+# [1 + 2*2 - 1, 3 + 2*4 - 1] = [4, 10] and [5 + 2*4 - 1, 3 + 2*2 - 1] = [12, 6].
+hand = {"M0": torch.tensor([[[1.0], [2.0], [3.0], [4.0], [5.0]], [[5.0], [4.0], [3.0], [2.0], [1.0]]],
+                           dtype=torch.float64),
+        "W": torch.tensor([[[1.0]], [[2.0]]], dtype=torch.float64), "beta": torch.tensor([1.0], dtype=torch.float64)}
+got = evaluate(STRIDE2_EQUATION, hand)["M1"]
+mistakes = {  # what some common mistakes give on this example before the sigmoid (worked out by hand)
+    "the windows start one position apart (stride 1); with stride 2 they start two positions apart":
+        [[4.0, 7.0, 10.0, 13.0], [12.0, 9.0, 6.0, 3.0]],
+    "the threshold beta is added; the convention subtracts it before the sigmoid": [[6.0, 12.0], [14.0, 8.0]],
+    "W[0] multiplies the last position of each window: the offset counts from the window's first position":
+        [[3.0, 9.0], [13.0, 7.0]],
+}
+for mistake, wrong in mistakes.items():
+    expected = torch.sigmoid(torch.tensor(wrong, dtype=torch.float64)[:, :, None])
+    if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-6):
+        raise Explained(f"Evaluated on the two hand-checked sentences your M1 is {got.tolist()}: {mistake}.")
+if got.shape == (2, 2, 1) and torch.allclose(got, torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)):
+    raise Explained("Evaluated on the two hand-checked sentences your M1 is the sums before the nonlinearity: "
+                    "apply the logistic sigmoid.")
+expect_close(got, torch.sigmoid(torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)),
+             "your M1 on the hand-checked sentences (expected sigmoid of [[4, 10], [12, 6]])",
+             hint="Work the example by hand: which positions of the same sentence does each output window read, "
+                  "and which of W[0], W[1] multiplies which?")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
