@@ -31,7 +31,7 @@
 # | $q[k]$, $k < K$ | one query | a row of "Query" | query $q$ | a column of $\mathbf{Q}_{\ell,h}\mathbf{H}_{\ell-1}$ |
 # | $\text{keys}[n, k]$, $n < N$ | the memory's keys | the "Key Matrix" (printed transposed) | $k_1, \dots, k_4$ | columns of $\mathbf{K}_{\ell,h}\mathbf{H}_{\ell-1}$ |
 # | $\text{values}[n, i]$, $i < I$ | the memory's values | the "Value Matrix" (printed transposed) | $v_1, \dots, v_4$ | columns of $\mathbf{V}_{\ell,h}\mathbf{H}_{\ell-1}$ |
-# | $s[n]$, $\alpha[n]$ | scores and attention weights | "attention scores", "attention weights" | $q \cdot k_n$; $[0.6, 0.1, 0.2, 0.1]$ | the "attention matrix" and its SoftMax |
+# | $s[n]$, $\alpha[n]$ | scores and attention weights | "attention scores", "attention weights" | $q \cdot k_n$; $[0.6, 0.1, 0.2, 0.1]$ <!-- given --> | the "attention matrix" and its SoftMax |
 # | $V[i]$ | what attention returns: the context vector | "the weighted sum of the value matrix" | context vector $\mathbf{c}$ | a column of $\mathbf{H}_{\ell,h}$ |
 # | $t < T$ | items (positions, tokens) | 4 tokens | 4 memory slots | "$K$ items" (see Errata) |
 # | $j < J$ | the width of an item | embedding dimension 3 | | $D$ |
@@ -105,7 +105,7 @@ print("active device:", device)
 #
 # Keys and queries live in the same space ($K$ coordinates); values may have any number
 # $I$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and
-# $\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$.
+# $\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$ <!-- given -->.
 #
 # Why divide by $\sqrt{K}$? If the coordinates of $q$ and of a key are independent with
 # mean 0 and variance 1, their dot product has variance $K$; dividing by $\sqrt{K}$ keeps
@@ -207,17 +207,21 @@ torch.set_printoptions(precision=3, sci_mode=True)
 print("attention weights (each row sums to 1):\n", weights)
 torch.set_printoptions(precision=6, sci_mode=False)
 print("context vectors:\n", contexts)
-print(f"largest difference from token 4's embedding: {(contexts - M[3]).abs().max().item():.1e}")
+gap = (contexts - M[3]).abs()  # gap[t, j]: how far token t's context is from token 4's embedding
+print("largest difference from token 4's embedding, per token:", [f"{d:.1e}" for d in gap.amax(dim=1).tolist()])
 torch.set_printoptions(profile="default")
 
 # Checks on the numbers the text below quotes.
 assert dots[3, 3] == 365 and dots[0, 3] == 68 and dots[0, 2] == 50, "the dot products differ from the ones the text quotes"
-assert abs(scores[3, 3].item() - 365 / math.sqrt(3)) < 1e-12, "the scores are not the dot products over sqrt(3)"
+assert round(scores[3, 3].item(), 1) == 210.7 and round(18 / math.sqrt(3), 1) == 10.4, \
+    "the scores are not the dot products over sqrt(3) that the text quotes"  # claim: ch0-scores
 assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64)), "a row of weights does not sum to 1"
-assert (weights[:, 3] > 0.9999).all(), "every token puts more than 99.99% of its weight on token 4"
-assert abs(weights[0, 2].item() - math.exp(-18 / math.sqrt(3))) < 1e-6, \
-    "token 1's weight on token 3 is not e^{-(68-50)/sqrt 3} = 3.07e-5, as the text says"
-assert 1e-5 < (contexts - M[3]).abs().max() < 1e-4, "equal to token 4's embedding to four significant digits"
+assert (weights[:, 3] > 0.9999).all(), "every token puts more than 99.99% of its weight on token 4"  # claim: ch0-one-hot
+assert f"{weights[0, 2].item():.1e}" == "3.1e-05" == f"{math.exp(-18 / math.sqrt(3)):.1e}", \
+    "token 1's weight on token 3 is not e^{-(68-50)/sqrt 3} = 3.1e-5, as the text says"  # claim: ch0-token1-on-3
+assert 1e-26 < weights[3, 2] < 1e-24, "token 4's weight on token 3 is about 1e-25"  # claim: ch0-token4-on-3
+assert f"{gap[0].min():.1e}" == f"{gap[0].max():.1e}" == "9.2e-05" and 1e-11 < gap[1].max() < 2e-11 \
+    and gap[2:].max() < 1e-14, "token 1's gap is 9.2e-5, token 2's 1.6e-11, tokens 3 and 4 below 1e-14"  # claim: ch0-gaps
 
 
 # %%
@@ -248,9 +252,11 @@ plt.show()
 # %% [markdown]
 # **What is odd about this example.** The weights are almost one-hot, and on the *same*
 # key for every query: each token, token 1 included, puts more than 99.99% of its weight
-# on token 4, so all four context vectors equal token 4's embedding $[10, 11, 12]$ to four
-# significant digits (token 1's differs from it by $9.2\times 10^{-5}$ in each coordinate;
-# the others by less than $10^{-11}$). Two things cause it.
+# on token 4 <!-- claim: ch0-one-hot -->, so all four context vectors equal token 4's
+# embedding $[10, 11, 12]$ to four significant digits (the run above prints the gaps: token
+# 1's context differs from it by $9.2\times 10^{-5}$ in each coordinate, token 2's by
+# $1.6\times 10^{-11}$, and tokens 3 and 4's by less than $10^{-14}$ <!-- claim: ch0-gaps -->).
+# Two things cause it.
 #
 # 1. *No learned projections.* The queries and keys are the embeddings themselves. All
 #    coordinates are positive and grow with the token's index, so for any query
@@ -260,14 +266,15 @@ plt.show()
 # 2. *Large scores.* Softmax depends only on the *differences* between scores, and here
 #    they are huge: token 4 against itself scores $365/\sqrt{3} = 210.7$; token 1's
 #    scores are $[14, 32, 50, 68]/\sqrt{3}$, so its weight on token 3 is
-#    $e^{-(68-50)/\sqrt{3}} = e^{-10.4} = 3.1\times 10^{-5}$, and the gaps only widen for
-#    the later tokens (token 4's weight on token 3 is $e^{-99/\sqrt3} \approx 10^{-25}$).
+#    $e^{-(68-50)/\sqrt{3}} = e^{-10.4} = 3.1\times 10^{-5}$ <!-- claim: ch0-scores -->
+#    <!-- claim: ch0-token1-on-3 -->, and the gaps only widen for the later tokens (token
+#    4's weight on token 3 is $e^{-99/\sqrt3} \approx 10^{-25}$ <!-- claim: ch0-token4-on-3 -->).
 #    Dividing by $\sqrt{3}$ cannot help when the embeddings have norm 4 to 19 instead of
 #    about $\sqrt{3}$.
 #
 # Scale is the knob: the same four directions, normalised to unit length (roughly what
 # a layer normalisation does), give scores that differ by less than $0.03$ and weights
-# that are nearly uniform.
+# that are nearly uniform, within $0.01$ of $1/4$ <!-- claim: ch0-unit -->.
 
 # %%
 unit = M / M.norm(dim=1, keepdim=True)
@@ -276,7 +283,9 @@ fig, ax = plt.subplots(figsize=(5.5, 4.2))
 show_matrix(ax, weights_unit, "weights with unit-length embeddings", ".3f")
 plt.tight_layout()
 plt.show()
-assert (weights_unit - 0.25).abs().max() < 0.01, "unit-length embeddings should give weights within 0.01 of uniform"
+scores_unit = torch.einsum("tj,uj->tu", unit, unit) / math.sqrt(K)
+assert (scores_unit.amax(dim=1) - scores_unit.amin(dim=1)).max() < 0.03 and (weights_unit - 0.25).abs().max() < 0.01, \
+    "unit-length embeddings should give scores within 0.03 and weights within 0.01 of uniform"  # claim: ch0-unit
 
 # %% [markdown]
 # Your `dot_product_attention` computes one row of this table at a time: query $M[t]$

@@ -377,8 +377,10 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 #
 # *Measured (Section 1.5).* The profiler agrees: the serial depth climbs by $2L$ per unit
 # of $T$ (in each of the $L$ layers, two sums run over $t'$: the softmax's normaliser and
-# the weighted average), while the log depth climbs by only $2L$ each time $T$ doubles.
-# One layer at $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$.
+# the weighted average) <!-- claim: ch1-serial-slope -->, while the log depth climbs by
+# only $2L$ each time $T$ doubles <!-- claim: ch1-log-doubling -->. One layer at
+# $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$
+# <!-- claim: ch1-one-layer -->.
 
 # %% [markdown]
 # ## 1.4 Measure it
@@ -601,13 +603,13 @@ if Ts:
 # ## 1.5 Depth, measured
 #
 # `attnlab.profiler.parallel_time(fn, *args, model=...)` runs your own `transformer` on
-# *meta* tensors (shapes without data, so $T = 10^6$ costs nothing) and follows every
+# *meta* tensors (shapes without data, so $T = 10^6$ <!-- given --> costs nothing) and follows every
 # PyTorch operation: an elementwise operation costs 1, reshapes and concatenation cost 0, a
 # sum over $N$ terms costs $N$ (model `"serial"`) or $\lceil\log_2 N\rceil$ (model `"log"`),
 # a contraction costs one multiply plus the sum over its reduced index, and a softmax costs
 # exp + sum + divide. It returns the depth (the critical path) and the work (all scalar
 # operations). Below, the measured depth of a 2-layer Transformer against $T$, and of one
-# layer at $T = 10^6$. (This cell measures your own `transformer`: run it yourself once
+# layer at $T = 10^6$ <!-- given -->. (This cell measures your own `transformer`: run it yourself once
 # Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.)
 
 # %% tags=["answer-output"]
@@ -641,6 +643,16 @@ if depth_Ts:
     plt.tight_layout()
     plt.show()
     print("one layer, T = 1,000,000:", parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
+
+# %% tags=["solutions-only"]
+# The worked solution's figures (Section 1.3), measured on the reference transformer above.
+if depth_Ts:
+    serial, log = depths["serial"], depths["log"]
+    assert all((b - a) == 2 * L * (T2 - T1) for a, b, T1, T2 in zip(serial, serial[1:], depth_Ts, depth_Ts[1:])), \
+        "the serial depth climbs by 2L per unit of T"  # claim: ch1-serial-slope
+    assert all(b - a == 2 * L for a, b in zip(log, log[1:])), "the log depth climbs by 2L per doubling"  # claim: ch1-log-doubling
+    assert parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial").depth == 2 * 10**6 + J + K + 6, \
+        "one layer at T = 10^6 has serial depth 2T + J + K + 6"  # claim: ch1-one-layer
 
 # %% [markdown]
 # Now draw your answers to Problems 1.3 and 1.4 over the measurements, each scaled by one

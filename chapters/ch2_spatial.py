@@ -342,7 +342,7 @@ hidden_check("ch2.SPATIAL_TIME", SPATIAL_TIME)
 # With serial sums (seed 000 P1a's model) the layer would take $O(J + K + XY)$: linear in
 # the number of pixels. The measured depth in Section 2.6 grows by a fixed number of steps
 # (4 for the reference implementation) each time the side of the image doubles: two sums
-# over the $XY$ key pixels, and $\log_2 XY$ grows by 2.
+# over the $XY$ key pixels, and $\log_2 XY$ grows by 2 <!-- claim: ch2-depth-doubling -->.
 
 # %% [markdown]
 # ## 2.4 Rows, columns, or the whole image?
@@ -589,6 +589,12 @@ if sides:
         print(f"X = Y = {n:4d}: measured depth {d:3d}")
     depth_axes().legend()
     plt.show()
+
+# %% tags=["solutions-only"]
+# The worked solution's figure (Section 2.3), measured on the reference layer above.
+if sides:
+    assert all(b - a == 4 for a, b in zip(depths, depths[1:])), \
+        f"the depth grows by 4 each time the side doubles: {depths}"  # claim: ch2-depth-doubling
 
 # %% [markdown]
 # Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes and fitted as $a \cdot f(X, Y) + b$

@@ -216,7 +216,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   returns $\ln(1/\lvert\mathcal V\rvert)$ whatever it is given has every other property).
 # * **The head trained**, `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
 #   $U = 32$) for 150 steps of 128 sentences, by `fit_blank_lm` below, it must predict
-#   held-out blanks within **0.10 nats** of the Bayes optimum. The grader draws its own
+#   held-out blanks within **0.10 nats** <!-- given --> of the Bayes optimum. The grader draws its own
 #   training and held-out sentences from the grammar, renames the words by a secret
 #   permutation of their ids, hides each held-out blank behind `<mask>` (the model never
 #   sees the word it predicts), and computes your model's cross-entropy and the optimum on
@@ -770,7 +770,7 @@ if curves and transformer_curves:
 # bidirectional RNN predicts all $T$ blanks of a sentence in one pass (its states before and
 # after each position are shared by all blanks), while the Transformer must be run once per
 # blank, because the blank is part of its input. BERT's answer to that cost is to blank
-# about 15% of the positions at once, which changes the objective slightly: each blank is
+# about 15% <!-- given --> of the positions at once, which changes the objective slightly: each blank is
 # then predicted from a sentence with other holes in it. The Transformer's advantage,
 # parallel time, is the subject of Chapters 1 and 6, where you work out how the depth of
 # each grows with $T$.

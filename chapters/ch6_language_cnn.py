@@ -500,7 +500,7 @@ hidden_check("ch6.receptive_field", receptive_field)
 # **Problem 6.7.** Implement `layers_needed(T, D)`: the fewest stride-2 layers of width
 # $D \ge 2$ after which one output position depends on every word of a sentence of
 # $T \ge 1$ words (the sentence padded, as in Problem 6.5, so that the top layer keeps a
-# position). The grader asks up to $T = 10^{15}$. Return a Python `int`. It is graded with
+# position). The grader asks up to $T = 10^{15}$ <!-- given -->. Return a Python `int`. It is graded with
 # your own `receptive_field` inside, if you call it: a mistake in Problem 6.6 is not charged
 # twice, as long as `layers_needed` still answers every trial within the cell's time limit.
 
