@@ -33,7 +33,8 @@
 # | $\text{values}[n, i]$, $i < I$ | the memory's values | the "Value Matrix" (printed transposed) | $v_1, \dots, v_4$ | columns of $\mathbf{V}_{\ell,h}\mathbf{H}_{\ell-1}$ |
 # | $s[n]$, $\alpha[n]$ | scores and attention weights | "attention scores", "attention weights" | $q \cdot k_n$; $[0.6, 0.1, 0.2, 0.1]$ <!-- given --> | the "attention matrix" and its SoftMax |
 # | $V[i]$ | what attention returns: the context vector | "the weighted sum of the value matrix" | context vector $\mathbf{c}$ | a column of $\mathbf{H}_{\ell,h}$ |
-# | $t < T$ | items (positions, tokens) | 4 tokens | 4 memory slots | "$K$ items" (see Errata) |
+# | $t < T$ | items (positions, tokens) | 4 tokens | | "$K$ items" (see Errata) |
+# | $n < N$ | memory slots (key-value pairs) | | 4 memory slots | |
 # | $j < J$ | the width of an item | embedding dimension 3 | | $D$ |
 # | $M[t, j]$ (rows), $M^\top[j, t]$ (columns) | the items of a layer | the input embeddings | | $\mathbf{H}_{\ell-1} \in \mathbb{R}^{D\times K}$ |
 # | $\ell < L$ | layer | | | $\ell$ (level) |
@@ -484,15 +485,15 @@ print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> the 
 # ### Heads, then a feed-forward layer
 #
 # Seed 004 ends the layer with a feed-forward layer on the stacked heads, e.g. a sigmoid
-# layer $M^\top_{\ell+1} = \sigma\big(W^F Z + \beta\big)$ on the stacked heads' output $Z$,
+# layer $M^\top_{\ell+1} = \sigma\big(W^F G + \beta\big)$ on the stacked heads' output $G$,
 # applied to each column (item) separately. Below, two such levels on eight random items:
 # the items after each level, as your `column_attention` computes them. Run it once your
 # function passes its tests.
 
 # %% tags=["answer-output"]
-def feed_forward(Z: torch.Tensor, WF: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """Seed 004's FF: Z[J, T] -> sigmoid(WF Z + beta) [J', T], the same map for every column."""
-    return torch.sigmoid(WF @ Z + beta[:, None])
+def feed_forward(G: torch.Tensor, WF: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """Seed 004's FF: the stacked heads G[J, T] -> sigmoid(WF G + beta) [J', T], the same map for every column."""
+    return torch.sigmoid(WF @ G + beta[:, None])
 
 
 g = torch.Generator().manual_seed(3)
@@ -505,8 +506,8 @@ levels = [(torch.randn(H, K, J, generator=g), torch.randn(H, K, J, generator=g),
 MTs = [MT0]
 for WQ, WK, WV, WF, beta in levels:
     MTs.append(feed_forward(column_attention(MTs[-1], WQ, WK, WV), WF, beta))
-for level, MTl in enumerate(MTs):
-    spread = MTl.std(dim=1).mean().item()
+spreads = [MTl.std(dim=1).mean().item() for MTl in MTs]
+for level, (MTl, spread) in enumerate(zip(MTs, spreads)):
     print(f"level {level}: shape {tuple(MTl.shape)}, spread across items (mean std over t) {spread:.3f}")
 assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all(), \
     f"after two levels the items should keep their shape {tuple(MT0.shape)} with every entry in (0, 1) (a sigmoid): " \
@@ -524,11 +525,14 @@ plt.show()
 
 # %% [markdown]
 # After the second level the columns look alike (the spread printed above falls
-# level after level): each level replaces every item by
+# level after level <!-- claim: ch0-spread-falls -->): each level replaces every item by
 # averages of items, and the second level averages items that are already all positive
 # and similar. Without the residual connections of a real Transformer (which add each
 # level's input back to its output), stacked attention tends to wash the differences
 # between items out.
+
+# %% tags=["solutions-only"]
+assert spreads[0] > spreads[1] > spreads[2], f"the spread falls level after level: {spreads}"  # claim: ch0-spread-falls
 
 # %% [markdown]
 # ## 0.4 What is sequential in a Transformer?

@@ -453,7 +453,7 @@ print("column totals of the joint weights for query pixel (0, 0), head 0:",
 # A small synthetic image: four discs (two red, one green, one blue) on a grey background,
 # $32\times 32$ pixels, with a little noise. Every pixel's vector $M[x, y, :]$ is its colour
 # (3 numbers, all colours of unit length) followed by a positional encoding
-# ($\cos$ and $\sin$ of $f\pi x/X$ and of $f\pi y/Y$ for $f = 1, \dots, 4$: 16 numbers),
+# ($\cos$ and $\sin$ of $\nu\pi x/X$ and of $\nu\pi y/Y$ for the frequencies $\nu = 1, \dots, 4$: 16 numbers),
 # so $J = 19$. We choose the weights by hand, two heads with $K = 16$:
 #
 # * head 0, the **colour head**: $W^Q[0] = W^K[0]$ keep the colour and drop the position,
@@ -462,7 +462,7 @@ print("column totals of the joint weights for query pixel (0, 0), head 0:",
 #   colour, wherever they are;
 # * head 1, the **position head**: $W^Q[1] = W^K[1]$ keep the position only, $s = 2\,
 #   p \cdot p'$ for positional encodings $p$, $p'$;
-#   $p \cdot p' = \sum_f \cos(f\pi(x-x')/X) + \cos(f\pi(y-y')/Y)$ peaks at $(x', y') = (x, y)$,
+#   $p \cdot p' = \sum_\nu \cos(\nu\pi(x-x')/X) + \cos(\nu\pi(y-y')/Y)$ peaks at $(x', y') = (x, y)$,
 #   so a pixel attends to its neighbourhood.
 #
 # Both heads' values copy the colour ($W^V[h] = [\,\mathrm{Id}_3 \mid 0\,]$, $\mathrm{Id}_3$ the
@@ -597,7 +597,7 @@ if sides:
         f"the depth grows by 4 each time the side doubles: {depths}"  # claim: ch2-depth-doubling
 
 # %% [markdown]
-# Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes and fitted as $a \cdot f(X, Y) + b$
+# Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes, scaled by a fitted factor plus a fitted constant
 # (the order ignores constant factors and added constants), over the measurements. If your
 # answer has the right order, the two coincide. (This cell shows your own answer: run it
 # yourself.)

@@ -102,18 +102,18 @@ print("active device:", device)
 #
 # The grammar is a probabilistic finite-state automaton (an HMM whose states emit words),
 # with 99 states and 52 words (4 of them special: `<pad>`, `<bos>`, `<eos>`, `<mask>`). For
-# such a model, forward-backward gives the exact posterior of a blank: with $s_t$ the
-# state at position $t$, $B[s, w]$ its emission probabilities,
+# such a model, forward-backward gives the exact posterior of a blank: with $g_t$ the
+# grammar's state at position $t$ and $\text{Emit}[g, w]$ the probability that state $g$
+# emits word $w$,
 #
 # $$
-# P(w_t = w \mid \text{rest}) \;\propto\; \sum_s P(s_t = s \mid w_{<t})\; B[s, w]\;
-# P(w_{>t},\ \text{end} \mid s_t = s),
+# P(w_t = w \mid \text{rest}) \;\propto\; \sum_g P(g_t = g \mid w_{<t})\; \text{Emit}[g, w]\;
+# P(w_{>t},\ \text{end} \mid g_t = g),
 # $$
 #
 # a forward pass for the first factor, a backward pass for the last. Averaging
 # $-\ln P(w_t \mid \text{rest})$ over the held-out sentences and their positions gives the
-# **optimum line**: the best blank cross-entropy any model can reach on that set. (In this
-# section only, $B$ is the grammar's emission table, not a batch size.)
+# **optimum line**: the best blank cross-entropy any model can reach on that set.
 
 # %%
 train_set = grammar.sample(20000, seed=0)

@@ -257,7 +257,8 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 #
 # With valid positions only, the last window of $M_{\ell+1}$, at $t = T_{\ell+1} - 1$, ends at
 # $2(T_{\ell+1} - 1) + D - 1 \le T_\ell - 1$: every index stays inside the input. So $D = 2$
-# halves an even length exactly, and $D = 3$ maps $T = 2^{k} - 1$ to $2^{k-1} - 1$.
+# halves an even length exactly, and $D = 3$ maps a length one less than a power of two to
+# the next such length ($15 \to 7 \to 3 \to 1$).
 #
 # **Erratum in the seed's solution of (b).** Its right-hand side reads
 # $L_\ell[2t + \Delta t, i']$: the batch index $b$ is lost. It must be
@@ -368,9 +369,10 @@ print("max |conv_stride2 - sigmoid(conv1d)| =", (conv_stride2(M, W, beta) - refe
 #   followed by $L$ stride-2 layers, every position of every layer computed (a sentence too
 #   short for $L$ layers is padded, so that every layer keeps at least one position);
 # * `RNN_TIME`: the parallel running time of an $L$-layer RNN on the same sentence. Layer 1
-#   reads the word vectors, $z_1[t] = f(z_1[t-1], M_0[t])$; layer $\ell + 1$ reads the states
-#   of layer $\ell$, $z_{\ell+1}[t] = f(z_{\ell+1}[t-1], z_\ell[t])$, for $t = 0, \dots, T-1$;
-#   one step $f$ takes $O(1)$ time; the result is the last state of the last layer.
+#   reads the word vectors, $z_1[t] = \text{CELL}(z_1[t-1], M_0[t])$; layer $\ell + 1$ reads
+#   the states of layer $\ell$, $z_{\ell+1}[t] = \text{CELL}(z_{\ell+1}[t-1], z_\ell[t])$, for
+#   $t = 0, \dots, T-1$; one step of CELL takes $O(1)$ time; the result is the last state of
+#   the last layer.
 #
 # Write each as an expression in `T` and `L`, such as `"T**2 * log(L)"` or `"sqrt(T) + L**3"`
 # (constant factors and lower-order terms do not matter; `O( )` is optional).
@@ -772,7 +774,7 @@ if results:
 # ## 6.6 Wall-clock against the sentence length
 #
 # Now the running time on this machine's active device: one forward pass over a batch of 8
-# random sentences of length $T = 2^k - 1$, for the CNN with enough layers to see the whole
+# random sentences whose length $T$ is one less than a power of two, for the CNN with enough layers to see the whole
 # sentence (your `layers_needed(T, 3)` layers of width 3) and for the GRU ($J = 64$ for
 # both). Every time is the **median of 9 runs after 2 warm-up runs**, and the band around it
 # spans the fastest to the slowest run: on a shared, loaded machine single runs scatter, and
@@ -856,7 +858,7 @@ if timed_Ts:
 # sums. Below it measures *your* `embed` and `conv_stride2` stacked into a CNN, with a fixed
 # 3 layers and with enough layers for full context (your `layers_needed`), and a one-layer RNN
 # written as a loop
-# ($z_t = \tanh(x_t W_x + z_{t-1} W_z)$), against $T$.
+# ($z[t] = \tanh(M_0[t]\, W_{\text{in}} + z[t-1]\, W_z)$), against $T$.
 
 # %% tags=["answer-output"]
 from attnlab.profiler import parallel_time
@@ -871,12 +873,12 @@ def cnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tenso
     return M
 
 
-def rnn_forward(w: torch.Tensor, E: torch.Tensor, W_x: torch.Tensor, W_z: torch.Tensor) -> torch.Tensor:
-    """embed, then z_t = tanh(x_t W_x + z_{t-1} W_z) for t = 0..T-1; the last state."""
-    x = embed(w, E)
+def rnn_forward(w: torch.Tensor, E: torch.Tensor, W_in: torch.Tensor, W_z: torch.Tensor) -> torch.Tensor:
+    """embed, then z[t] = tanh(M0[t] W_in + z[t-1] W_z) for t = 0..T-1; the last state."""
+    M0 = embed(w, E)
     z = torch.zeros(w.shape[0], W_z.shape[0], dtype=E.dtype, device=E.device)
     for t in range(w.shape[1]):
-        z = torch.tanh(x[:, t] @ W_x + z @ W_z)
+        z = torch.tanh(M0[:, t] @ W_in + z @ W_z)
     return z
 
 
@@ -919,7 +921,7 @@ if depth_Ts:
 
 # %% [markdown]
 # Now the same measurements with your answers drawn over them: your `CNN_TIME` (evaluated
-# at each CNN's $L$ and $T$) and `RNN_TIME` (at $L = 1$), each fitted as $a \cdot f + b$,
+# at each CNN's $L$ and $T$) and `RNN_TIME` (at $L = 1$), each scaled by a fitted factor plus a fitted constant,
 # since an order has no constant. Does each curve follow its points?
 
 # %% tags=["answer-output"]
