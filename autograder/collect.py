@@ -713,6 +713,26 @@ def capped(data: bytes, caps: Caps) -> tuple[bytes, list[str]]:
     return (json.dumps(nb, indent=1, ensure_ascii=False).encode() + b"\n", cuts) if cuts else (data, [])
 
 
+def read_bounded(path: Path, caps: Caps = Caps()):  # -> tuple[nbformat.NotebookNode | None, list[str]]
+    """A notebook file as the instructor's pages read it (feedback, similarity): within `caps`, whoever wrote
+    the file. Larger than `notebook_bytes`: not read, (None, [why]); unreadable: (None, [why]); else the
+    notebook with outputs over `output_bytes` dropped and sources over `cell_bytes` cut, and a sentence per cut."""
+    import nbformat
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > caps.notebook_bytes:
+            return None, [f"{path.name} is {_size(size)}, more than the {_size(caps.notebook_bytes)} read: not shown"]
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, [f"{path.name} cannot be read ({type(exc).__name__})"]
+    if problem := check_notebook(data):
+        return None, [f"{path.name}: {problem}"]
+    data, cuts = capped(data, caps)
+    return nbformat.reads(data.decode("utf-8"), as_version=4), cuts
+
+
 def _size(n: int) -> str:
     return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n / 1024:.0f} KiB"
 

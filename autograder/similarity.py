@@ -29,6 +29,7 @@ import nbformat
 from coursenb import cells
 
 K, WINDOW = 25, 4  # copydetect's noise threshold (characters of filtered code) and winnowing window
+OWN_CODE_BYTES = 64 * 1024  # of one student's own code compared (answers are a few KiB); the page says so past it
 NEAR = 0.9  # a pair sharing this much of each one's code (the release's left out) is reported, common code or not
 MIN_COMMON = 2  # code is common only when found in more than this many students' work, whatever the fraction
 
@@ -40,6 +41,7 @@ class Work:
     student: str
     assignment: str
     code: str
+    notes: tuple[str, ...] = ()  # what was cut before comparing (a notebook or its code past the caps)
 
 
 @dataclass(frozen=True)
@@ -83,18 +85,25 @@ def collect_work(course_dir: Path, assignment: str) -> list[Work]:
     """Every submitted student's own code for `assignment` (all its notebooks)."""
     course_dir = Path(course_dir)
     releases = {p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
+    from autograder.collect import read_bounded
+
     out = []
     for folder in sorted(p for p in (course_dir / "submitted").glob(f"*/{assignment}") if p.is_dir()):
-        code = []
+        code, notes = [], []
         for name, release in releases.items():
-            try:
-                nb = nbformat.read(folder / f"{name}.ipynb", as_version=4)
-            except Exception:  # noqa: BLE001 - missing or unreadable: nothing to compare
+            if not (folder / f"{name}.ipynb").is_file():
                 continue
-            code.append(own_code(nb, release))
-        if any(code):
-            out.append(Work(folder.parent.name, assignment, "".join(code)))
-    return out
+            nb, cuts = read_bounded(folder / f"{name}.ipynb")  # bounded whoever wrote the file
+            notes += cuts
+            if nb is not None:
+                code.append(own_code(nb, release))
+        text = "".join(code)
+        if len(text.encode()) > OWN_CODE_BYTES:
+            notes.append(f"own code of {len(text.encode()) // 1024} KiB: compared on its first {OWN_CODE_BYTES // 1024} KiB")
+            text = text.encode()[:OWN_CODE_BYTES].decode("utf-8", "ignore")
+        if text or notes:
+            out.append(Work(folder.parent.name, assignment, text, tuple(notes)))
+    return [w for w in out if w.code] + [w for w in out if not w.code]
 
 
 def _fingerprint(code: str, boilerplate=None):
@@ -184,12 +193,13 @@ def _spans(slices) -> list[tuple[int, int]]:
 
 
 def report(pairs_by_assignment: dict[str, list[Pair]], students_by_assignment: dict[str, int], path: Path,
-           top: int = 20) -> Path:
-    """One HTML page (templates/similarity.html.j2): per assignment, the ranked pairs and each pair's code side
-    by side, the shared passages marked."""
+           top: int = 20, notes: dict[str, list[tuple[str, str]]] | None = None) -> Path:
+    """One HTML page (templates/similarity.html.j2): per assignment, what was cut before comparing (`notes`:
+    (student, what)), the ranked pairs and each pair's code side by side, the shared passages marked."""
     from autograder.pages import marked, render
 
-    sections = [{"assignment": a, "n": students_by_assignment.get(a, 0),
+    notes = notes or {}
+    sections = [{"assignment": a, "n": students_by_assignment.get(a, 0), "notes": notes.get(a, []),
                  "pairs": [{"rank": k, "a": p.a, "b": p.b, "shared": p.shared, "score": p.score, "kind": p.kind,
                             "of": p.similarity, "codes": [marked(p.codes[i], _spans(p.slices[i])) for i in (0, 1)]}
                            for k, p in enumerate(pairs[:top], start=1)]}
@@ -207,9 +217,11 @@ def run(course_dir: Path, assignment: str | None = None, common: float = 0.25) -
     from autograder.grades import _order
 
     assignments = [assignment] if assignment else sorted((p.name for p in release.iterdir() if p.is_dir()), key=_order)
-    pairs, counts = {}, {}
+    pairs, counts, notes = {}, {}, {}
     for a in assignments:
         works = collect_work(course_dir, a)
+        notes[a] = [(w.student, n) for w in works for n in w.notes]
+        works = [w for w in works if w.code]
         counts[a] = len(works)
         pairs[a] = compare(works, _release_code(course_dir, a), common)
-    return pairs, counts, report(pairs, counts, course_dir / "similarity" / "index.html")
+    return pairs, counts, report(pairs, counts, course_dir / "similarity" / "index.html", notes=notes)
