@@ -169,8 +169,9 @@ def _is_stub(cell) -> bool:
 
 def page(nb: nbformat.NotebookNode, student: str, assignment: str, notebook: str,
          grades: list[CellGrade], log: NotebookLog | None, names: list[str], course_markdown: set[str],
-         raw: float, penalty: float, lateness: str | None) -> str:
-    """The feedback page of one notebook (already scrubbed of hidden tests), from templates/feedback.html.j2."""
+         raw: float, penalty: float, lateness: str | None, cuts: list[str] | tuple = ()) -> str:
+    """The feedback page of one notebook (already scrubbed of hidden tests), from templates/feedback.html.j2;
+    `cuts` say what of the notebook was not read (collect.read_bounded)."""
     by_id = {g.grade_id: g for g in grades}
     reasons = {c.grade_id: plain_reason(scrub(c.reason, names)) for c in (log.cells if log else ())}
     first = first_error(nb, log)
@@ -214,7 +215,8 @@ def page(nb: nbformat.NotebookNode, student: str, assignment: str, notebook: str
                   final=raw - penalty, raw=raw, penalty=penalty, max_total=sum(g.max_score for g in grades),
                   pending=any(g.score is None for g in grades), lateness=lateness,
                   error=scrub(log.error, names) if log is not None and log.error else None,
-                  lead=lead, stub_note=STUB_NOTE if stubs else None, rows=rows, cells=shown)
+                  lead=lead, stub_note=STUB_NOTE if stubs else None, rows=rows, cells=shown,
+                  cuts=[scrub(c, names) for c in cuts])
 
 
 def _position(nb: nbformat.NotebookNode, gid: str) -> int:
@@ -302,9 +304,10 @@ def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str
         total = totals.get((s, a, nb_name))
         info = cls.submitted.get((s, a))
         lateness = info.lateness.describe() if info and info.lateness.late else None
-        nb = scrub_notebook(_notebook_for(course_dir, s, a, nb_name), names)
+        nb, cuts = _notebook_for(course_dir, s, a, nb_name)
+        nb = scrub_notebook(nb, names)
         text = page(nb, s, a, nb_name, cell_grades, by_key.get((s, a, nb_name)), names, markdown_of[a, nb_name],
-                    total.raw_score if total else 0.0, total.penalty if total else 0.0, lateness)
+                    total.raw_score if total else 0.0, total.penalty if total else 0.0, lateness, cuts)
         dest = page_path(course_dir, s, a, nb_name)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
@@ -325,18 +328,23 @@ def _course_markdown(course_dir: Path, assignment: str, notebook: str) -> set[st
     return out
 
 
-def _notebook_for(course_dir: Path, student: str, assignment: str, notebook: str) -> nbformat.NotebookNode:
-    """The autograded notebook, else the submitted one (outputs cleared), else an empty one."""
+def _notebook_for(course_dir: Path, student: str, assignment: str,
+                  notebook: str) -> tuple[nbformat.NotebookNode, list[str]]:
+    """The autograded notebook, else the submitted one (outputs cleared), else an empty one, each read within
+    collect's caps (collect.read_bounded); and what was cut or not read."""
+    from autograder.collect import read_bounded
+
+    said: list[str] = []
     for folder, clear in (("autograded", False), ("submitted", True)):
         path = course_dir / folder / student / assignment / f"{notebook}.ipynb"
         if path.exists():
-            try:
-                nb = nbformat.read(path, as_version=4)
-            except Exception:  # noqa: BLE001 - an unreadable file falls through to the next
+            nb, cuts = read_bounded(path)
+            if nb is None:  # too large or unreadable: falls through to the next, and the page says so
+                said += cuts
                 continue
             if clear:
                 for cell in nb.cells:
                     if cell.cell_type == "code":
                         cell.outputs, cell.execution_count = [], None
-            return nb
-    return nbformat.v4.new_notebook()
+            return nb, said + cuts
+    return nbformat.v4.new_notebook(), said
