@@ -416,3 +416,67 @@ def test_export_to_standard_output(capsys, graded) -> None:
     assert code == 0 and "student-notebook rows to standard output" in err
     rows = list(csv.DictReader(out.splitlines()))
     assert {r["student_id"] for r in rows} >= {"ada", "grace"} and not Path("-").exists()
+
+
+# ----------------------------------------------------------------------------- issue 22.5: big input, bounded
+
+def _with_big_cell(nb_bytes: bytes, size: int, outputs: int = 0) -> bytes:
+    """The notebook with its first solution cell `size` bytes long, and `outputs` bytes of output on it."""
+    import nbformat
+
+    from coursenb import cells
+
+    nb = nbformat.reads(nb_bytes.decode(), as_version=4)
+    cell = next(c for c in nb.cells if cells.is_solution(c) and c.cell_type == "code")
+    cell.source += "\n" + "# " + "x" * size
+    if outputs:
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * outputs)]
+    return nbformat.writes(nb).encode()
+
+
+def test_collect_caps_cells_and_notebooks_and_says_what_it_cut(released, tmp_path) -> None:
+    import nbformat
+
+    course_dir = fresh(released, tmp_path)
+    caps = collect.Caps(notebook_bytes=2 * collect.MiB, cell_bytes=64 * 1024, output_bytes=128 * 1024)
+    nb = release_nb(course_dir)
+    assert collect.capped(nb, collect.Caps()) == (nb, [])  # the course's own notebook is never cut
+    src = tmp_path / "dl"
+    src.mkdir()
+    (src / canvas("big", 1, 1, f"{NB}.ipynb")).write_bytes(_with_big_cell(nb, 1 << 20, outputs=1 << 20))
+    (src / canvas("huge", 2, 1, f"{NB}.ipynb")).write_bytes(_with_big_cell(nb, 3 << 20).replace(b'"x', b'"\\u00e9x'))
+    # a notebook of many cells each under the cell cap, over the notebook cap once read
+    many = nbformat.reads(nb.decode(), as_version=4)
+    many.cells += [nbformat.v4.new_code_cell("# " + "z" * 60_000) for _ in range(40)]
+    (src / canvas("many", 3, 1, f"{NB}.ipynb")).write_bytes(nbformat.writes(many).encode())
+    result = collect.collect(course_dir, [src], caps=caps)
+    notes = dict(result.notes)
+    big = next(v for k, v in notes.items() if "big_1" in k)
+    assert "source (1.0 MiB) cut to its first 64 KiB" in big and "outputs (1.0 MiB) dropped" in big, big
+    placed = (course_dir / "submitted" / "big" / "ch1" / f"{NB}.ipynb").read_bytes()
+    assert len(placed) < 2 * 64 * 1024 + len(nb) and nbformat.reads(placed.decode(), as_version=4)
+    problems = dict(result.problems)
+    assert "larger than 2 MiB" in next(v for k, v in problems.items() if "many_3" in k)
+    assert not (course_dir / "submitted" / "many").exists()
+    assert (course_dir / "submitted" / "huge").is_dir()  # cut inside a multi-byte character: still a notebook
+    records, _ = collect.Manifest.read(course_dir)
+    assert "cut to its first 64 KiB" in records[f"big/ch1/{NB}"].note
+
+
+def test_feedback_and_similarity_read_a_bounded_part_and_say_so(capsys, graded, tmp_path) -> None:
+    course_dir = fresh(graded, tmp_path)
+    nb = release_nb(course_dir)
+    huge = _with_big_cell(nb, 8 << 20)
+    for folder in ("autograded", "submitted"):
+        (course_dir / folder / "alan" / "ch1").mkdir(parents=True, exist_ok=True)
+        (course_dir / folder / "alan" / "ch1" / f"{NB}.ipynb").write_bytes(huge)  # written by hand: never capped
+    (course_dir / "submitted" / "ada" / "ch1").mkdir(parents=True, exist_ok=True)
+    (course_dir / "submitted" / "ada" / "ch1" / f"{NB}.ipynb").write_bytes(_with_big_cell(nb, 40_000) + b" " * (17 << 20))
+    assert run(capsys, "feedback", "--student", "alan", "--course", course_dir)[0] == 0
+    page = (course_dir / "feedback" / "alan" / "ch1" / f"{NB}.html").read_text()
+    assert "This page shows part of your notebook" in page and "cut to its first 256 KiB" in page
+    assert len(page) < 2 << 20
+    assert run(capsys, "similarity", "--course", course_dir)[0] == 0
+    report = (course_dir / "similarity" / "index.html").read_text()
+    assert "Read in part" in report and "more than the 16.0 MiB read" in report  # ada's 17 MiB file
+    assert "compared on its first 64 KiB" in report  # alan's 256 KiB of own code
