@@ -42,6 +42,7 @@ ROOT = chapters.ROOT
 COURSE_ID = "attention-book"
 # nbgrader scores a test cell 0 on ANY stderr; library warnings must not cost points.
 IGNORED_STDERR = r"(Warning|warn\()"
+STOCK_REFUSAL_LINE = 'c.Autograde.sanitize_preprocessors.prepend(["autograder.stock.RefuseStockAutograde"])'
 
 
 class CourseError(RuntimeError):
@@ -61,6 +62,9 @@ def config_text(db_url: str | None = None, timeout: int = 120) -> str:
         "c.IgnorePattern.enabled = True",
         f"c.IgnorePattern.pattern = {IGNORED_STDERR!r}",
         f"c.ClearSolutions.code_stub = {{'python': {cells.CODE_STUB!r}}}",
+        "# `nbgrader autograde` and formgrader's Autograde button refuse: `autograder grade` grades this course",
+        "# (autograder/stock.py; c.RefuseStockAutograde.allow = True runs stock nbgrader on trusted notebooks).",
+        STOCK_REFUSAL_LINE,
         "",
     ])
 
@@ -85,14 +89,18 @@ def init_course(course_dir: Path, names: Iterable[str] | None = None,
     return chosen
 
 
-def nbgrader_api(course_dir: Path):  # -> nbgrader.apps.NbGraderAPI
-    """An NbGraderAPI on the course directory's own configuration."""
+def nbgrader_api(course_dir: Path, stock_autograde: bool = False):  # -> nbgrader.apps.NbGraderAPI
+    """An NbGraderAPI on the course directory's own configuration; `stock_autograde` lets its `autograde` run
+    (stock nbgrader, the in-process local judge: the project's equivalence tests and benchmarks, trusted
+    notebooks only), which the course's configuration otherwise refuses (autograder/stock.py)."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
     _venv_bin_on_path()
     merged = Config()
     merged.merge(config.traitlets(course_dir))
+    if stock_autograde:
+        merged.RefuseStockAutograde.allow = True
     return NbGraderAPI(config=merged)
 
 

@@ -63,8 +63,11 @@ def sent(name: str, trials: Sequence[tuple]) -> list[tuple]:
     return [check.public(t) for t in trials] if isinstance(check, BehaviourCheck) else list(trials)
 
 
-def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Verdict:
-    """Decide check `name` from the student's outcomes on `trials`."""
+def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome],
+          passed: frozenset[str] = frozenset()) -> Verdict:
+    """Decide check `name` from the student's outcomes on `trials`. `passed`: the checks of the same
+    notebook already passed (an upstream function that passed its own check must agree with the
+    results recorded for it inside the function judged; see `_judge_composition`)."""
     check = _lookup(name)
     if isinstance(check, AnswerCheck):
         return _judge_answer(check, outcomes)
@@ -80,7 +83,9 @@ def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome]) -> Ve
         if outcome.error is not None:
             return Verdict(False, f"your function raised {outcome.error} {where}")
         if isinstance(check, FunctionCheck) and check.upstream:
-            problem = _judge_composition(check, args, outcome.value)
+            chapter = name.split(".", 1)[0]
+            problem = _judge_composition(check, args, outcome.value,
+                                         frozenset(n for n in check.upstream if f"{chapter}.{n}" in passed))
         else:
             problem = compare(outcome.value, check.reference(*args), check)
         if problem:
@@ -140,9 +145,14 @@ class _NotRecorded(Exception):
     """The reference composition asked for a call the student's log does not answer."""
 
 
-def _judge_composition(check: FunctionCheck, args: tuple, value: object) -> str | None:
+def _judge_composition(check: FunctionCheck, args: tuple, value: object,
+                       agreeing: frozenset[str] = frozenset()) -> str | None:
     """None if the output equals the reference, or the reference composed over the student's own upstream
-    functions (their recorded calls); else a sentence saying how it differs from both."""
+    functions (their recorded calls); else a sentence saying how it differs from both.
+
+    The calls are recorded in the student's process, which could write any log. An upstream function
+    named in `agreeing` passed its own check in this notebook: its recorded results must then be the
+    reference's on the same arguments (within the check's tolerance), or the log does not count."""
     output, calls = _split_recorded(value, check.upstream)
     problem = compare(output, check.reference(*args), check)
     if problem is None:
@@ -151,7 +161,8 @@ def _judge_composition(check: FunctionCheck, args: tuple, value: object) -> str 
         return problem
     names = _and(check.upstream)
     try:
-        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n)) for n in check.upstream}
+        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n), n in agreeing)
+                   for n in check.upstream}
         composed = check.reference(*args, **lookups)
     except _NotRecorded as exc:
         return f"{problem}, and it is not the expected composition of your own {names} either ({exc})"
@@ -172,11 +183,12 @@ def _split_recorded(value: object, names: Sequence[str]) -> tuple[object, dict[s
     return value, None
 
 
-def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object]):
+def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object], agree: bool = False):
     """A stand-in for the student's `name` that answers from its recorded calls (arguments matched by value).
 
     A recorded result is used only if it has the structure and shapes of the reference's own result on the
-    same arguments, so whatever the log holds, the composition runs on tensors of the trials' sizes."""
+    same arguments, so whatever the log holds, the composition runs on tensors of the trials' sizes; with
+    `agree` (the student's `name` passed its own check) only if it equals that result too."""
     entries = [e for e in log if type(e) is list and len(e) == 2 and type(e[0]) in (list, tuple)]
 
     def lookup(*args: object) -> object:
@@ -192,6 +204,9 @@ def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callabl
         expected = reference(*args)
         if not _same_form(first, expected):
             raise _NotRecorded(f"your {name} returned {_kind(found[0])} where {describe([expected])} was expected")
+        if agree and compare(first, expected, check) is not None:
+            raise _NotRecorded(f"your {name} passed its own check, but the results recorded for it here differ "
+                               "from what it must return on the same arguments")
         return first
 
     return lookup

@@ -65,7 +65,7 @@ def main() -> None:
           + f", worker outside cells {worker_over * 1000:.0f} ms")
     if args.no_stock:
         return
-    api = course.nbgrader_api(copies["stock"])
+    api = course.nbgrader_api(copies["stock"], stock_autograde=True)
     api.log.setLevel("ERROR")
     t0 = time.perf_counter()
     per = []

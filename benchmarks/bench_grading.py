@@ -75,7 +75,7 @@ def run_ours(course_dir: Path, workers: int) -> tuple[float, float | None]:
 
 def run_stock(course_dir: Path, subs: list[tuple[str, str]]) -> tuple[float, list[float], list[str]]:
     """Stock nbgrader autograde of each submission: (wall seconds, per-submission seconds, failures)."""
-    api = course.nbgrader_api(course_dir)
+    api = course.nbgrader_api(course_dir, stock_autograde=True)
     api.log.setLevel("ERROR")
     per, failures = [], []
     saved = os.dup(2)  # the kernels' start-up warnings go to this process's stderr: silence them

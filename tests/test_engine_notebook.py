@@ -88,7 +88,11 @@ def test_a_notebook_of_another_chapter_is_foreign(source) -> None:
                                        (b"\xff\xfe", "not JSON"),
                                        (b"[" * 100_000 + b"]" * 100_000, "levels deep"),  # RecursionError in json
                                        (b'{"cells": [], "metadata": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}",
-                                        "levels deep")])
+                                        "levels deep"),
+                                       (json.dumps({"cells": [{"cell_type": "raw", "metadata": {}, "source": ""}]
+                                                    * (nbmod.MAX_CELLS + 1), "metadata": {}}).encode(), "cells"),
+                                       (b'{"cells": [' + b"{}," * nbmod.MAX_OBJECTS + b'{}], "metadata": {}}',
+                                        "JSON objects")])
 def test_unreadable_files_say_why(tmp_path: Path, data: bytes, why: str) -> None:
     path = tmp_path / "nb.ipynb"
     path.write_bytes(data)
@@ -145,3 +149,11 @@ def test_figures_are_built_but_not_laid_out_or_drawn_while_grading(first: str) -
     assert [o["data"] for o in graded] == [{"text/plain": "<Figure size 640x480 with 1 Axes>"}], graded
     assert [sorted(o["data"]) for o in asked] == [["image/png", "text/plain"]], asked
     assert "MOVED False" in out.stdout  # tight_layout left the axes where they were
+
+
+def test_a_file_past_the_size_cap_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "nb.ipynb"
+    with path.open("wb") as f:
+        f.truncate(nbmod.MAX_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(nbmod.UnreadableNotebook, match="MiB"):
+        nbmod.read_submission(path)

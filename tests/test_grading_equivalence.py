@@ -50,7 +50,7 @@ def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: P
                  for p in example_class.PROFILES if p.honest}
     honest = sorted(s for s, path in submitted.items()  # stock nbgrader cannot open an unreadable file
                     if path.exists() and collect.check_notebook(path.read_bytes()) is None)
-    api = course.nbgrader_api(stock)
+    api = course.nbgrader_api(stock, stock_autograde=True)
     for student in honest:
         result = api.autograde(assignment, student, force=True, create=True)
         assert result["success"], f"stock nbgrader failed on {student}: {result['log'][-2000:]}"

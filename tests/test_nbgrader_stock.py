@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import pytest
 
+from autograder import course
 from coursenb.chapters import Chapter, select
 from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
@@ -57,3 +59,18 @@ def test_every_test_cell_has_a_wrong_implementation() -> None:
         lost_alone = {w.loses[0] for w in wrong_for(chapter.assignment) if len(w.loses) == 1}
         assert lost_alone == set(points), f"{chapter.assignment}: cells without a wrong implementation " \
                                           f"that loses only them: {set(points) - lost_alone}"
+
+
+@pytest.mark.filterwarnings("ignore:Object of type")
+def test_stock_autograde_refuses_in_the_course_unless_opted_in(tmp_path: Path) -> None:
+    """`nbgrader autograde` (or formgrader's button) in the course runs no student cell: it stops with a
+    sentence naming `autograder grade`. The project's own uses opt in (`stock_autograde=True`: the tests above)."""
+    chapter = select(["ch0"])[0]
+    course_dir = nbs.make_course(tmp_path / "course", ["ch0"])
+    marker = tmp_path / "ran"
+    nb = nbs.source_nb(chapter, course_dir)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').close()"))
+    nbs.submit(course_dir, chapter, "mallory", nb)
+    result = course.nbgrader_api(course_dir).autograde(chapter.assignment, "mallory", force=True, create=True)
+    assert not result["success"]
+    assert "autograder grade" in result["log"] and not marker.exists()

@@ -221,6 +221,25 @@ def test_a_forged_log_buys_only_what_a_correct_composition_buys() -> None:
     assert not verdict.passed and "returned different results for the same arguments" in verdict.message
 
 
+def test_a_log_that_disagrees_with_an_upstream_function_that_passed_its_own_check_buys_nothing() -> None:
+    """Attack: self_attention right (it passes its own check), a transformer that returns anything and a log,
+    written in the student's process, that makes the output look like a composition. When the notebook's
+    self_attention passed, its recorded results must be the reference's on the same arguments."""
+    trial = _trial()
+    (M, layers), _ = split_record_request(trial)
+    f = [torch.randn_like(M) for _ in layers]
+    forged = {"output": f[-1], "calls": {"self_attention": _lookup_table(M, layers, f)}}
+    assert J.judge(NAME, [trial], [Outcome(value=forged)]).passed  # a failing self_attention's log counts
+    verdict = J.judge(NAME, [trial], [Outcome(value=forged)], passed=frozenset({"ch1.self_attention"}))
+    assert not verdict.passed and "passed its own check, but the results recorded" in verdict.message
+    honest, x = [], M
+    for layer in layers:
+        x = ch1.self_attention(x, *layer) * (1 + 3e-6)  # right within the tolerance, not bit for bit
+        honest.append(x)
+    right = {"output": honest[-1], "calls": {"self_attention": _lookup_table(M, layers, honest)}}
+    assert J.judge(NAME, [trial], [Outcome(value=right)], passed=frozenset({"ch1.self_attention"})).passed
+
+
 def test_a_log_never_makes_the_grader_compute_on_other_sizes() -> None:
     """A forged result of another shape (a huge M would make the reference's T x T scores huge) is refused
     before the composition reads it."""
@@ -283,3 +302,12 @@ def test_the_reference_composes_over_what_it_is_given() -> None:
     assert len(calls) == 2
     torch.testing.assert_close(ch1.transformer(M, []), M)
     assert math.isclose(float(ch1.transformer(M, layers).sum()), float(ch1.transformer(M, layers).sum()))
+
+
+def test_the_judge_decides_an_upstream_check_before_the_function_built_on_it() -> None:
+    """A notebook that runs transformer's check before self_attention's still has self_attention judged first
+    (so a disagreeing log is caught); otherwise the notebook's order stands (a budget runs out where it would)."""
+    from autograder.engine.judging import upstream_first
+
+    assert upstream_first(["ch1.transformer", "ch1.LAYER_TIME", "ch1.self_attention", "ch1.SOFTMAX_TIME"]) == [1, 2, 0, 3]
+    assert upstream_first(["ch1.self_attention", "ch1.transformer", "ch1.LAYER_TIME"]) == [0, 1, 2]

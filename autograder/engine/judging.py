@@ -189,9 +189,10 @@ class JudgeClient:
             wall = time.monotonic() - wall0
             if used > budget or wall > budget * self.wall_factor:
                 self._kill()
-                for i in todo[got:]:
-                    out[i] = Verdict(False, f"judging this notebook took longer than its budget of {budget:g} s "
-                                            "and was stopped", final=False)
+                for i in todo:
+                    if out[i] is None:
+                        out[i] = Verdict(False, f"judging this notebook took longer than its budget of {budget:g} s "
+                                                "and was stopped", final=False)
                 return
             readable, _, _ = select.select([self.sock.fileno()], [], [], 0.25)
             if readable:
@@ -200,15 +201,16 @@ class JudgeClient:
                 if msg.kind != "verdict":
                     self._kill()
                     raise RuntimeError(f"the judge process said {msg.kind!r}: {msg.header.get('error')}")
-                out[todo[got]] = Verdict(bool(msg.header["passed"]), str(msg.header["message"]))
+                out[todo[int(msg.header["i"])]] = Verdict(bool(msg.header["passed"]), str(msg.header["message"]))
                 got += 1
             if self.reader.eof or self.reader.error:
                 why = "its judge process stopped"
                 if self.bound is not None and self.bound.oom_killed():
                     why = f"judging it needed more than {self.bound.limit_bytes >> 20} MiB"
                 self._kill()
-                for i in todo[got:]:
-                    out[i] = Verdict(False, f"the grader could not judge this result ({why})", final=False)
+                for i in todo:
+                    if out[i] is None:
+                        out[i] = Verdict(False, f"the grader could not judge this result ({why})", final=False)
                 return
 
 
@@ -228,6 +230,21 @@ def decode_outcome(blob: bytes) -> Outcome:
     if not isinstance(d, dict) or set(d) != {"value", "error"} or not (d["error"] is None or isinstance(d["error"], str)):
         return Outcome(error="the result could not be read (malformed)")
     return Outcome(value=d["value"], error=d["error"])
+
+
+def upstream_first(names: list[str]) -> list[int]:
+    """The order to judge a notebook's checks in: the notebook's own, except that a function judged over
+    upstream ones goes right after the last of them (whatever order the notebook ran them in)."""
+    from autograder.checks import CHECKS
+
+    where = {n: i for i, n in enumerate(names)}
+
+    def key(i: int) -> tuple[int, bool, int]:
+        chapter = names[i].split(".", 1)[0]
+        last = max([where.get(f"{chapter}.{u}", -1) for u in getattr(CHECKS.get(names[i]), "upstream", ())], default=-1)
+        return max(i, last), last > i, i
+
+    return sorted(range(len(names)), key=key)
 
 
 def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
@@ -251,11 +268,11 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
                 drawn.popitem(last=False)
         return drawn[key]
 
-    def decide(name: str, seed: int, outcomes: list) -> tuple[bool, str]:
+    def decide(name: str, seed: int, outcomes: list, passed: frozenset[str] = frozenset()) -> tuple[bool, str]:
         if name not in CHECKS:
             return False, f"unknown check {name!r}"
         try:
-            v = judge(name, trials_of(name, seed), outcomes)
+            v = judge(name, trials_of(name, seed), outcomes, passed)
         except Exception as exc:  # noqa: BLE001 - a strange value must not stop the run
             return False, f"the grader could not compare the result ({type(exc).__name__}: {str(exc)[:200]})"
         return bool(v.passed), str(v.message)[:2000]
@@ -287,12 +304,17 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
                         problems.append(f"{name}: {message}")
                 protocol.send(fd, {"k": "selfcheck", "problems": problems})
             elif msg.kind == "judge":
-                at = 0
-                for name, n in h["checks"]:
-                    outcomes = [decode_outcome(b) for b in msg.blobs[at:at + n]]
-                    at += n
-                    ok, message = decide(str(name), int(h["seed"]), outcomes)
-                    protocol.send(fd, {"k": "verdict", "passed": ok, "message": message})
+                starts = [0]
+                for _, n in h["checks"]:
+                    starts.append(starts[-1] + n)
+                passed: set[str] = set()
+                for i in upstream_first([str(name) for name, _ in h["checks"]]):
+                    name = str(h["checks"][i][0])
+                    outcomes = [decode_outcome(b) for b in msg.blobs[starts[i]:starts[i + 1]]]
+                    ok, message = decide(name, int(h["seed"]), outcomes, frozenset(passed))
+                    if ok:
+                        passed.add(name)
+                    protocol.send(fd, {"k": "verdict", "i": i, "passed": ok, "message": message})
             else:
                 return
         except Exception as exc:  # noqa: BLE001 - told to the grader, which stops the run

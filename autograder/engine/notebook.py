@@ -41,6 +41,9 @@ class Restored:
 
 
 MAX_DEPTH = 64  # a notebook nests about 6 levels; collect refuses files deeper than this too
+MAX_BYTES = 64 << 20  # a submitted file (collect's cap too)
+MAX_OBJECTS = 500_000  # JSON objects in it (a chapter's notebook has a few thousand)
+MAX_CELLS = 10_000  # cells (a chapter has about a hundred)
 
 
 def nesting(data: object, limit: int = MAX_DEPTH) -> int:
@@ -57,24 +60,49 @@ def nesting(data: object, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
+class _TooManyObjects(ValueError):
+    pass
+
+
+def _counted(limit: int):
+    """A json object_pairs_hook that builds dicts and stops the parse past `limit` of them."""
+    left = [limit]
+
+    def hook(pairs: list) -> dict:
+        left[0] -= 1
+        if left[0] < 0:
+            raise _TooManyObjects
+        return dict(pairs)
+
+    return hook
+
+
 def read_submission(path: Path) -> NotebookNode:
     """The submitted notebook at `path`, or UnreadableNotebook saying why not."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_BYTES:
+            raise UnreadableNotebook(f"the file holds {size >> 20} MiB, more than {MAX_BYTES >> 20} MiB: not graded")
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise UnreadableNotebook(f"the file cannot be read ({exc.strerror})") from None
     if not raw.strip():
         raise UnreadableNotebook("the file is empty")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_counted(MAX_OBJECTS))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UnreadableNotebook(f"the file is not JSON ({str(exc)[:80]}), so not a notebook") from None
     except RecursionError:
         raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook") from None
+    except _TooManyObjects:
+        raise UnreadableNotebook(f"the file holds more than {MAX_OBJECTS} JSON objects (a notebook of a chapter has "
+                                 f"a few thousand): not graded") from None
     if nesting(data) > MAX_DEPTH:  # every later reader (nbformat, copies, feedback) would recurse that deep
         raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook")
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
         raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
+    if len(data.get("cells", ())) > MAX_CELLS:
+        raise UnreadableNotebook(f"the notebook has {len(data['cells'])} cells, more than {MAX_CELLS}: not graded")
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
     except Exception as exc:  # noqa: BLE001 - every nbformat failure means the same to a student

@@ -37,6 +37,52 @@ def _retag_test(nb, ctx):
     return nb
 
 
+def _two_faced(nb, ctx):
+    """self_attention right when called on its own, zeros when transformer calls it during the hidden trials
+    (when the recorder has replaced it): a composition log that the function's own check contradicts."""
+    sa = cell(nb, "self_attention")
+    sa.source = fill("{ref}", sa.source, ctx) + """
+_honest_self_attention = self_attention
+_recorded = [False]
+def self_attention(M, WQ, WK, WV):
+    out = _honest_self_attention(M, WQ, WK, WV)
+    return out * 0 if _recorded[0] else out
+_two_faced = self_attention
+"""
+    tr = cell(nb, "transformer")
+    tr.source = fill("{ref}", tr.source, ctx) + """
+_honest_transformer = transformer
+def transformer(M, layers):
+    _recorded[0] = globals()["self_attention"] is not _two_faced  # the grader's recorder wraps it
+    try:
+        return _honest_transformer(M, layers)
+    finally:
+        _recorded[0] = False
+"""
+    return nb
+
+
+def _duplicate_test(nb, ctx):
+    """A wrong self_attention, and its test cell twice (the same grade_id): still its points once, lost."""
+    cell(nb, "self_attention").source = fill("{wrong:self_attention}", "", ctx)
+    test = cell(nb, SA)
+    nb.cells.insert(nb.cells.index(test) + 1, nbformat.from_dict(json.loads(json.dumps(test))))
+    return nb
+
+
+def _reorder(nb, ctx):
+    """The transformer's test cell moved to the top of the notebook."""
+    test = cell(nb, TR)
+    nb.cells.remove(test)
+    nb.cells.insert(0, test)
+    return nb
+
+
+def _many_cells(nb, ctx):
+    nb.cells.extend(nbformat.v4.new_raw_cell("") for _ in range(20_000))
+    return nb
+
+
 def _points(nb, ctx):
     cell(nb, SA).metadata.nbgrader["points"] = 400
     return nb
@@ -518,4 +564,38 @@ def _resplit(name, outcomes):
 _channel.submit = _resplit
 """, (SA,), "could not be read", "right outputs split at other places: an ambiguous cache key would have failed "
         "every honest student after it; per-notebook trials and length-prefixed keys do not"),
+    # ---- verdicts that cannot be bought (issue 22) ---------------------------------------------------
+    Attack("minus_inf_on_hidden_sizes", "self_attention", '''
+        {ref}
+        _sa = self_attention
+        def self_attention(M, WQ, WK, WV):
+            out = _sa(M, WQ, WK, WV)
+            first = torch.arange(out.numel(), device=out.device).view(out.shape) == 0
+            return out.masked_fill(first, float("-inf")) if M.shape[0] == 7 else out
+        ''', (SA,), "-inf where the reference is finite", "one -inf on a hidden size: only a reference's -inf is one"),
+    Attack("wire_bomb", "self_attention", "{ref}\n" + _FORGE + _OWN_CHANNEL + """
+import io as _io, json as _json, numpy as _np
+def _bomb(name, outcomes):
+    if name != "ch1.self_attention":
+        return _submit(name, outcomes)
+    node = {"t": 0, "dtype": "float64", "device": "cpu", "shape": [1 << 18]}  # a float16 array named float64
+    head = _json.dumps({"d": {"value": {"l": [node] * 4000}, "error": {"v": None}}}).encode()
+    buf = _io.BytesIO()
+    buf.write(len(head).to_bytes(8, "little"))
+    buf.write(head)
+    _np.save(buf, _np.zeros(1 << 18, dtype=_np.float16))  # 512 KiB, 4000 references: 8 GiB widened and copied
+    _forge({"k": "report", "name": name}, [buf.getvalue()] * len(outcomes))
+_channel.submit = _bomb
+""", (SA,), "could not be read", "a 1 MiB result that decoded to 8 GiB per outcome: decoding is linear, in the "
+        "stored dtype, shared references shared, within a budget"),
+    Attack("two_faced_upstream", mutate=_two_faced, lost=(TR,), feedback="passed its own check",
+           why="self_attention right when called alone, zeros when called by transformer: the log recorded inside "
+               "transformer disagrees with the function that passed its own check"),
+    Attack("duplicate_test_cell", mutate=_duplicate_test, lost=(SA,), feedback="duplicate nbgrader id",
+           why="a second copy of a test cell (its grade_id twice) is an ordinary cell: points are counted once"),
+    Attack("reordered_cells", mutate=_reorder, lost=(TR,), feedback="NameError",
+           why="a test cell moved before the answer it tests runs where the student put it: it gains nothing"),
+    Attack("not_utf8", mutate=lambda nb, ctx: nbformat.writes(nb).encode("utf-16"), lost=ALL, feedback="not JSON"),
+    Attack("many_cells", mutate=_many_cells, lost=ALL, feedback="cells, more than",
+           why="tens of thousands of cells (a million would only be larger): refused before anything is built"),
 ]
