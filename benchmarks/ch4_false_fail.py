@@ -5,7 +5,7 @@ Each draw is what the grader does for one notebook: the secret draw of `autograd
 from the locked cells of chapters/ch4_blank_lm.py, run on the CPU) with the head, then the judge's
 `verify_lm`. Prints, per head, the gap's quantiles (nats above the Bayes optimum) and how many draws fail
 the check; "retry" counts the pairs of draws (d, d+1) that both fail, which is how often a check that draws
-again once after a failure would fail.
+again once after a failure would fail; ">0.10" counts the draws above the earlier bound of 0.10 nats.
 
     python benchmarks/ch4_false_fail.py --draws 300 --processes 16
     python benchmarks/ch4_false_fail.py --draws 3 --heads reference,mlp --processes 1
@@ -108,7 +108,10 @@ def one_draw(job: tuple[str, int]) -> tuple[str, int, float, bool, float]:
     trial = checks.blank_lm_trials(torch.Generator().manual_seed(draw))[0]
     fit = trainer(HEADS[name])
     start = time.perf_counter()
-    out = fit(*trial[:-1])
+    try:
+        out = fit(*trial[:-1])
+    except Exception:  # noqa: BLE001 - the grader fails the cell (e.g. a head with nothing to train)
+        return name, draw, math.inf, False, time.perf_counter() - start
     seconds = time.perf_counter() - start
     problem = checks.verify_lm([trial], [out])
     if torch.isfinite(out).all():
@@ -149,7 +152,8 @@ def main() -> None:
         results = [one_draw(job) for job in jobs]
     print(f"wall {time.perf_counter() - start:.0f} s, "
           f"training {statistics.median(r[4] for r in results):.1f} s per draw (median, one thread)\n")
-    print(f"{'head':<48} {'draws':>5} {'min':>6} {'q01':>6} {'median':>6} {'q99':>6} {'max':>6} {'fail':>5} {'retry':>5}")
+    print(f"{'head':<48} {'draws':>5} {'min':>6} {'q01':>6} {'median':>6} {'q99':>6} {'max':>6} {'fail':>5} {'retry':>5} "
+          f"{'>0.10':>5}")
     for name in HEADS:
         mine = sorted((r for r in results if r[0] == name), key=lambda r: r[1])
         gaps = sorted(r[2] for r in mine)
@@ -157,7 +161,7 @@ def main() -> None:
         retry = sum(1 for d in failed if d + 1 in failed)
         q01, q50, q99 = (_quantile(gaps, p) for p in (0.01, 0.5, 0.99))
         print(f"{name:<48} {len(gaps):>5} {gaps[0]:>6.3f} {q01:>6.3f} {q50:>6.3f} {q99:>6.3f} "
-              f"{gaps[-1]:>6.3f} {len(failed):>5} {retry:>5}")
+              f"{gaps[-1]:>6.3f} {len(failed):>5} {retry:>5} {sum(g > 0.10 for g in gaps):>5}")
 
 
 if __name__ == "__main__":

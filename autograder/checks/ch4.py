@@ -140,7 +140,10 @@ TRAIN_SENTENCES = 4000
 HELD_OUT = 400  # held-out sentences, one blank each
 PAIRS = 50  # of them sent a second time with a random word in the blank
 STEPS = 150  # training steps of 128 sentences the student's process is asked to run
-GAP = 0.10  # nats above the Bayes optimum allowed on the held-out blanks (Problem 4.1 states it)
+# nats above the Bayes optimum allowed on the held-out blanks (Problem 4.1 states it). One draw, no retry: reasonable
+# heads (the seed's, a linear head with bias, a two-layer MLP) measured 0.039-0.077 here, the wrong heads of the
+# mistakes 0.72 (one side only), 2.3 (no state) and +inf (constant); benchmarks/ch4_false_fail.py measures the rate.
+GAP = 0.15
 INVARIANT = 1e-3  # |difference| of log-probabilities allowed between a blank with <mask> and with a word
 
 
