@@ -38,6 +38,7 @@ CELL_TIMEOUT = 120
 STUB = "raise NotImplementedError"
 MANUAL_STUB = "YOUR ANSWER HERE"  # nbgrader's text in a written answer not yet written
 KERNEL = "attnlab-validate"
+MESSAGE_LINES, MESSAGE_WIDTH = 12, 400  # an error message is shown up to this many lines of this many characters
 # `--quick` sets QUICK_ENV in the kernel; a slow visible check (attnlab.grading.runs_slow_check) then
 # prints one line that starts with SKIPPED_MARK instead of running, and is reported SKIPPED.
 QUICK_ENV = "ATTNLAB_QUICK"
@@ -60,7 +61,7 @@ class CellReport:
     @property
     def status(self) -> str:
         """PASS, FAIL or SKIPPED for a test; TODO for an answer still holding its stub; HAND for a written
-        answer graded by hand; ERROR or OK otherwise."""
+        answer graded by hand (validate does not judge it); ERROR or OK otherwise."""
         if self.kind == "test":
             return "FAIL" if self.error else "SKIPPED" if self.skipped else "PASS"
         if self.stub:
@@ -100,8 +101,11 @@ def _error(cell: dict, timeout: int) -> str | None:
                 return f"stopped after {timeout} s: the grader stops a cell that runs longer"
             if output.get("ename") == "NotImplementedError" and not str(output.get("evalue", "")).strip():
                 return "NotImplementedError: it calls something you have not written yet (a stub)"
-            value = " ".join(str(output.get("evalue", "")).split())
-            return f"{output.get('ename', 'Error')}: {value}"[:400].rstrip(": ")
+            lines = [" ".join(ln.split()) for ln in str(output.get("evalue", "")).splitlines() if ln.strip()]
+            shown = lines[:MESSAGE_LINES] + ([f"... ({len(lines) - MESSAGE_LINES} more lines)"]
+                                              if len(lines) > MESSAGE_LINES else [])
+            first = f"{output.get('ename', 'Error')}: {shown[0]}" if shown else str(output.get("ename", "Error"))
+            return "\n".join([first[:MESSAGE_WIDTH]] + [ln[:MESSAGE_WIDTH] for ln in shown[1:]])
     return None
 
 
@@ -229,15 +233,11 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
         what = f"{r.name} ({_points(r.points)})" if r.kind in ("test", "manual") else r.name
         if r.status == "PASS":
             lines.append(f"  PASS    {what}")
-        elif r.status == "OK":
-            continue
-        else:
+        elif r.status not in ("OK", "HAND"):  # a written answer graded by hand: in the summary below
             lines.append(f"  {r.status:7s} {what}, in {r.where}:")
-            lines.append("          " + {
-                "TODO": "still holds its stub: write your answer here",
-                "SKIPPED": f"not run ({r.skipped}); {command} runs it",
-                "HAND": "graded by hand when your notebook is graded; validate does not judge it",
-            }.get(r.status, r.error or ""))
+            message = {"TODO": "still holds its stub: write your answer here",
+                       "SKIPPED": f"not run ({r.skipped}); {command} runs it"}.get(r.status, r.error or "")
+            lines += ["          " + line for line in message.splitlines()]
     auto = sum(r.points for r in tests)
     by_hand = sum(r.points for r in manual)
     lines.append(f"This notebook is worth {auto + by_hand:g} points: {auto:g} autograded in {len(tests)} test cells, "

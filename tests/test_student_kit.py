@@ -154,11 +154,14 @@ def _executed(*outputs: list) -> nbformat.NotebookNode:
 
 def test_a_visible_check_that_did_not_run_is_skipped_never_passed() -> None:
     skip = nbformat.v4.new_output("stream", name="stdout", text=f"{validate.SKIPPED_MARK} it trains, 20 s\n")
-    error = nbformat.v4.new_output("error", ename="Explained", evalue="0.765 nats above the optimum", traceback=[])
+    error = nbformat.v4.new_output("error", ename="Explained", traceback=[],
+                                   evalue="0.765 nats above the optimum:\n  Does your head use both states?")
     found = validate.report(_executed([skip], [skip, error], []))
     assert [r.status for r in found] == ["SKIPPED", "FAIL", "PASS"]
     text, ok = validate.summary(found, "python -m attnlab.validate ch4_blank_lm.ipynb")
     assert not ok and "Ready to submit" not in text and "PASS    test_0" not in text, text
+    assert re.search(r"FAIL    test_1 .*:\n {10}Explained: 0.765 nats above the optimum:\n {10}Does your head use both "
+                     r"states\?\n", text), "a message keeps its lines, each indented under its cell: " + text
     assert re.search(r'SKIPPED test_0 \(3 points\), in section "4.4 Training", the cell that begins "check_0\(\)":\n'
                      r"\s+not run \(it trains, 20 s\); python -m attnlab.validate ch4_blank_lm.ipynb runs it", text), text
     text, ok = validate.summary(validate.report(_executed([skip])), "python -m attnlab.validate ch4_blank_lm.ipynb")
