@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import html
 import json
 import re
@@ -12,8 +11,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import kit_files
+from autograder.kit import kit_files
 from coursenb import cells
+from publish import deps
 from publish.contents import is_notebook, published_toc, read_notebook, source_of, toc_documents
 from publish.layout import ROOT, Edition
 from publish.leaks import Doc, Findings, audit, chapter_of, file_docs, served_docs
@@ -169,24 +169,19 @@ def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None
     return problems + findings.hits
 
 
-# What the audit's verdict depends on besides the built edition: the kit, the checks and the judge,
-# the references, the notebook conventions, the chapters, and the audit itself.
-AUDIT_INPUTS = ("attnlab", "autograder/checks", "autograder/judge.py", "autograder/cli.py", "solutions", "coursenb",
-                "chapters", "publish/leaks.py", "publish/audit.py")
+def audit_inputs() -> list[Path]:
+    """What the audit's verdict depends on besides the built edition: the audit's code and everything it imports
+    (the leak finder, the checks and the judge, the references, the notebook conventions, the chapters they
+    read: `publish.deps`), and the kit's files as the release zip ships them."""
+    return sorted(set(deps.closure([__name__])) | {KIT / rel for rel in kit_files(KIT)})
 
 
 def _audit_key(edition: Edition) -> str | None:
-    """sha256 over the edition's Sphinx stamp (its staged files) and AUDIT_INPUTS; None if it has no stamp."""
+    """sha256 over the edition's Sphinx stamp (its staged files) and `audit_inputs`; None if it has no stamp."""
     stamp = edition.out / "built-from.sha256"
     if not stamp.is_file():
         return None
-    h = hashlib.sha256(stamp.read_bytes())
-    for entry in AUDIT_INPUTS:
-        base = ROOT / entry
-        for path in [base] if base.is_file() else sorted(base.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+    return deps.digest(audit_inputs(), stamp.read_text(errors="replace"))
 
 
 def audit_student_cached(edition: Edition, executed: dict[Path, Path], toc: dict | None = None,

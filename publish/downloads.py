@@ -3,15 +3,15 @@ in a zip, and one zip of every chapter.
 
 The notebooks are the course's release (`autograder.course.Course.release`, exactly what
 `autograder release` hands out: stubs, no hidden tests, no worked solutions) and the zips are
-`autograder.course.write_release_zip`'s, so the book serves the files the grader expects and
+`autograder.kit.write_release_zip`'s, so the book serves the files the grader expects and
 never a source notebook. Both editions stage them under `downloads/`; the student edition's
 chapter pages link them (`link_cell`) and the students page links the zip of every chapter.
-The release is cached under `_build/.book_cache/release/`, keyed by the chapter sources and
-the code that makes it.
+The release is cached under `_build/.book_cache/release/`, keyed by the chapter sources, nbgrader's
+version and the code that makes it (`autograder.course` and what it imports at module level:
+`publish.deps`).
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,24 +19,24 @@ from pathlib import Path
 import nbformat
 
 from coursenb import chapters
+from publish import deps
 from publish.execute import version_of
-from publish.layout import CACHE, ROOT
+from publish.layout import CACHE
 
 FOLDER = "downloads"  # in each staged edition
 ALL_CHAPTERS = "attention-in-parallel.zip"
-# What the release depends on besides the chapter sources.
-RELEASE_CODE = ("coursenb/cells.py", "coursenb/chapters.py", "autograder/course.py", "autograder/config.py")
+RELEASE = "autograder.course"  # the module that makes the release (Course.release)
+
+
+def release_files(chosen: list[chapters.Chapter]) -> list[Path]:
+    """What the release of `chosen` depends on: their sources and the release code (module-level imports of
+    RELEASE; Course's other steps import lazily and do not change a release)."""
+    return sorted({c.path for c in chosen} | set(deps.closure([RELEASE], lazy=False)))
 
 
 def _key(chosen: list[chapters.Chapter]) -> str:
-    """sha256 over the chapter sources, the release code and nbgrader's version."""
-    h = hashlib.sha256(version_of("nbgrader").encode())
-    for entry in [c.path for c in chosen] + [ROOT / e for e in RELEASE_CODE]:
-        files = [entry] if entry.is_file() else sorted(p for p in entry.rglob("*") if p.is_file()
-                                                       and "__pycache__" not in p.parts)
-        for path in files:
-            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
+    """sha256 over `release_files` and nbgrader's version."""
+    return deps.digest(release_files(chosen), version_of("nbgrader"))[:16]
 
 
 def release_notebooks(chosen: list[chapters.Chapter]) -> dict[str, Path]:
@@ -62,7 +62,7 @@ def release_notebooks(chosen: list[chapters.Chapter]) -> dict[str, Path]:
 
 def files(chosen: list[chapters.Chapter]) -> dict[str, bytes]:
     """The staged download files: downloads/<notebook>.ipynb and .zip per chapter, and the zip of all."""
-    from autograder.course import write_release_zip
+    from autograder.kit import write_release_zip
 
     if not chosen:
         return {}

@@ -16,24 +16,24 @@ from pathlib import Path
 import nbformat
 
 from attnlab.validate import QUICK_ENV
+from publish import deps
 from publish.contents import read_notebook
 from publish.layout import CACHE, MANIFEST, ROOT, BookError
 
-# What executed outputs depend on besides the notebook itself.
-KIT = ("attnlab", "solutions", "autograder/checks", "autograder/judge.py", "coursenb")
+# The kit reaches the instructor's judge by this entry point group (a hidden check run in the book), not by import.
+LOCAL_JUDGE = "attnlab.local_judge"
 
 
-def kit_digest() -> str:
-    """sha256 over the code the chapters import (the Python files of KIT) and the interpreter/torch versions."""
-    h = hashlib.sha256(f"{sys.version}|{version_of('torch')}|{version_of('matplotlib')}".encode())
-    for entry in KIT:
-        base = ROOT / entry
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*.py") if p.is_file()
-                                                     and "__pycache__" not in p.parts)
-        for path in files:
-            h.update(path.relative_to(ROOT).as_posix().encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
+def kit_files(sources: list[Path]) -> list[Path]:
+    """The repository's code that executing `sources` runs: what their code cells import, and the local judge
+    their hidden checks load, with everything those import (`publish.deps`)."""
+    roots = deps.notebook_imports(read_notebook(src) for src in sources) | deps.entry_point_modules(LOCAL_JUDGE)
+    return deps.closure(roots)
+
+
+def kit_digest(sources: list[Path]) -> str:
+    """sha256 over the code executing `sources` runs (`kit_files`) and the interpreter/torch versions."""
+    return deps.digest(kit_files(sources), f"{sys.version}|{version_of('torch')}|{version_of('matplotlib')}")
 
 
 def version_of(dist: str) -> str:
@@ -107,7 +107,7 @@ def _expected_seconds(src: Path, timings: dict[str, float]) -> float:
 def execute_all(sources: list[Path], jobs: int, timeout: int, force: bool = False,
                 log=print) -> dict[Path, Path]:
     """The executed copy of every source notebook, running only what the cache lacks; jobs in parallel."""
-    kit = kit_digest()
+    kit = kit_digest(sources)
     executed = {src: cache_path(src, kit) for src in sources}
     todo = [src for src in sources if force or not executed[src].is_file()]
     for src in sources:

@@ -386,3 +386,23 @@ def test_the_instructors_table_names_every_graded_check() -> None:
             for name in cells.hidden_check_names(c.source) if c.cell_type == "code" else []:
                 short = name.split(".", 1)[1]
                 assert f"`{name}`" in table or f"`{short}`" in table, f"{name} is not in the instructors' table"
+
+
+def test_cache_keys_follow_what_the_code_imports() -> None:
+    """The book's execution, its audit and its release are cached under keys derived from imports (publish.deps):
+    the hand lists they replace missed autograder/equation_judge.py, which the local judge imports."""
+    from publish import deps
+
+    rel = lambda paths: {p.relative_to(layout.ROOT).as_posix() for p in paths}  # noqa: E731
+    kit = rel(execute.kit_files([c.path for c in select()]))
+    assert {"autograder/judge.py", "autograder/equation_judge.py", "attnlab/grading.py"} <= kit  # entry point + imports
+    assert {f"autograder/checks/{c.assignment}.py" for c in select()} <= kit  # the registry imports them by name
+    assert not {p for p in kit if p.startswith(("publish/", "autograder/engine/", "solutions/mistakes/"))}
+    inputs = rel(audit.audit_inputs())
+    assert {"publish/leaks.py", "publish/audit.py", "autograder/equation_judge.py", "attnlab/README.md",
+            "attnlab/pyproject.toml"} <= inputs and {c.path.relative_to(layout.ROOT).as_posix() for c in select()} <= inputs
+    release = rel(downloads.release_files(select(["ch1"])))
+    assert {"autograder/course.py", "autograder/config.py", "coursenb/cells.py", "chapters/ch1_parallel_time.py"} <= release
+    assert deps.imports_of("from . import a\nfrom .b import c\ndef f():\n    import x.y\n", "p.q") == \
+        {"p.q", "p.q.a", "p.q.b", "p.q.b.c", "x.y"}
+    assert deps.imports_of("def f():\n    import x\n", lazy=False) == set()

@@ -171,7 +171,7 @@ def test_a_cell_drawing_from_a_value_answer_must_drop_its_outputs() -> None:
 def test_the_release_notebooks_and_the_kit_give_no_answer_away() -> None:
     """What a student downloads: every chapter's release notebook and the kit's source (no book build needed:
     `pytest tests/test_book_audit.py -k release` is the quickest leak check after editing a chapter)."""
-    from autograder.course import kit_files
+    from autograder.kit import kit_files
 
     sources = _sources()
     kit = [doc for rel in kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]

@@ -20,7 +20,8 @@ import nbformat
 import pytest
 
 from attnlab import validate
-from autograder import cli, course
+from autograder import cli
+from autograder import kit as release_kit
 from coursenb import cells
 from coursenb.chapters import ROOT, select
 from publish import audit, leaks
@@ -85,18 +86,18 @@ def test_the_release_zip_ships_notebooks_the_kit_source_and_a_readme(notebook: P
     for stray in ("build/lib/attnlab/grading.py", "attnlab.egg-info/SOURCES.txt", ".ipynb_checkpoints/x.py"):
         (root / "attnlab" / stray).parent.mkdir(parents=True, exist_ok=True)  # what pip and Jupyter leave behind
         (root / "attnlab" / stray).write_text("x = 1\n")
-    monkeypatch.setattr(course, "ROOT", root)
-    first = course.write_release_zip([notebook], tmp_path / "a.zip")
+    monkeypatch.setattr(release_kit, "ROOT", root)
+    first = release_kit.write_release_zip([notebook], tmp_path / "a.zip")
     with zipfile.ZipFile(first) as zf:
         names = set(zf.namelist())
         readme = zf.read("README.md").decode()
     assert notebook.name in names and "README.md" in names
-    assert {f"attnlab/{rel}" for rel in course.kit_files(KIT)} == names - {notebook.name, "README.md"}
+    assert {f"attnlab/{rel}" for rel in release_kit.kit_files(KIT)} == names - {notebook.name, "README.md"}
     assert {"attnlab/pyproject.toml", "attnlab/README.md", "attnlab/validate.py"} <= names
     assert not [n for n in names if "egg-info" in n or "/build/" in n or n.endswith(".pyc")]
     assert INSTALL in readme and f"python -m attnlab.validate {notebook.name}" in readme
     assert f"jupyter lab {notebook.name}" in readme and "ch1_parallel_time" not in readme
-    second = course.write_release_zip([notebook], tmp_path / "b.zip")
+    second = release_kit.write_release_zip([notebook], tmp_path / "b.zip")
     assert first.read_bytes() == second.read_bytes(), "the same release gives the same bytes"
 
 
@@ -108,7 +109,7 @@ def test_the_kit_holds_no_solution() -> None:
     for chapter, source in sources.items():
         shown = [s for s in audit.secrets(source, public="", hidden=False) if s in text]
         assert not shown, f"the kit holds {chapter}'s solution lines: {shown[:5]}"
-    kit = [doc for rel in course.kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
+    kit = [doc for rel in release_kit.kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
     secret_calls = {c for ch, nb in sources.items() for s in leaks.solutions_of(nb, ch) for c in s.calls
                     if c.startswith("einsum")}
     used = set().union(*(leaks.call_signatures(d.text) for d in kit if d.kind == "code"))
