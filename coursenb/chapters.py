@@ -22,11 +22,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
-from nbformat import NotebookNode
-
-from coursenb import cells
+if TYPE_CHECKING:  # nbformat (and nbgrader, through cells) are imported where a notebook is made: finding a
+    from nbformat import NotebookNode  # chapter's path costs no import (solutions loads its text at import)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
@@ -91,6 +90,7 @@ def is_chapter_source(path: Path) -> bool:
 def reads(text: str) -> NotebookNode:
     """A chapter's text -> its notebook: python3 kernel, nbformat 4.5, deterministic cell ids."""
     import jupytext
+    import nbformat
 
     nb = jupytext.reads(text, fmt=FORMAT)
     nb.metadata = nbformat.from_dict({"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}})
@@ -106,6 +106,8 @@ def reads(text: str) -> NotebookNode:
 
 def _cell_id(cell: NotebookNode, position: int, used: set[str]) -> str:
     """The cell's grade_id, else its position; unique within the notebook."""
+    from coursenb import cells
+
     gid = cells.grade_id(cell)
     cid = gid if gid and re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", gid) else f"cell-{position}"
     while cid in used:
@@ -125,6 +127,7 @@ def read(path: Path) -> NotebookNode:
 def writes(nb: NotebookNode) -> str:
     """A notebook -> chapter text (the inverse of `reads`, outputs and ids dropped)."""
     import jupytext
+    import nbformat
 
     nb = nbformat.from_dict(nb)
     nb.metadata = {"jupytext": dict(TEXT_METADATA)}
@@ -136,6 +139,8 @@ def materialise(folder: Path, names: Iterable[str] | None = None) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
+    import nbformat
+
     for chapter in select(names):
         dest = folder / f"{chapter.notebook}.ipynb"
         data = nbformat.writes(chapter.read()) + "\n"

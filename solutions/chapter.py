@@ -2,8 +2,8 @@
 
 A chapter's solution cells (nbgrader `solution: true` code cells of ``chapters/chN_*.py``, the
 instructor's source text, never a student's submission) are executed at import into the module
-that asks for them, with the chapter's imports that those cells use and nothing else of the
-chapter. ``solutions/chN.py`` is then one call::
+that asks for them, after the chapter's imports that those cells use, and nothing else of the
+chapter runs. ``solutions/chN.py`` is then one call::
 
     load("ch1", globals(), upstream={"transformer": ("self_attention",)})
 
@@ -11,6 +11,10 @@ chapter. ``solutions/chN.py`` is then one call::
 `self_attention=` as a keyword argument (default: the reference's own), so the judge can compose
 the reference over the student's own earlier function (`autograder.checks.base.FunctionCheck`).
 The chapter's text keeps the student's signature.
+
+What is executed is extracted from the chapter's notebook (`coursenb`: jupytext, nbgrader's
+predicates) and kept in ``solutions/__pycache__``, keyed by the chapter's text and the code that
+extracts it, so a judge process starts without importing nbformat or nbgrader (1.4 CPU-s).
 
 `execute` runs the solution cells of any chapter notebook (a patched one: `solutions.mistakes`)
 into a fresh namespace, as a student's notebook would define them.
@@ -20,51 +24,69 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import hashlib
 import inspect
+import json
+import os
 import types
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nbformat import NotebookNode
-
-from coursenb import cells
+from coursenb import chapters
 from coursenb.chapters import select
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+CACHE = Path(__file__).resolve().parent / "__pycache__"
+# The code whose behaviour the cached extraction depends on, besides the chapter's text.
+EXTRACTION = (Path(__file__).resolve(), Path(chapters.__file__).resolve(), Path(chapters.__file__).resolve().with_name("cells.py"))
+IMPORTS = "imports"  # the label of the chapter's imports in an extraction
 
 
 class ChapterSolutionError(RuntimeError):
     """A chapter's solution cells cannot serve as the reference (a name they use is defined nowhere)."""
 
 
-@functools.cache
-def _chapter(assignment: str) -> tuple[Path, NotebookNode]:
-    chapter = select([assignment])[0]
-    return chapter.path, chapter.read()
-
-
 def source_notebook(assignment: str) -> NotebookNode:
     """The chapter's notebook as written (the instructor's source: solutions, hidden tests, worked solutions)."""
     import nbformat
 
-    return nbformat.from_dict(_chapter(assignment)[1])
+    return nbformat.from_dict(_notebook(assignment))
+
+
+@functools.cache
+def _notebook(assignment: str) -> NotebookNode:
+    return select([assignment])[0].read()
 
 
 def solution_cells(nb: NotebookNode) -> list[NotebookNode]:
     """The code cells a student writes, in notebook order."""
+    from coursenb import cells
+
     return [c for c in nb.cells if c.get("cell_type") == "code" and cells.is_solution(c)]
-
-
-def _used_names(tree: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _bound_names(node: ast.Import | ast.ImportFrom) -> set[str]:
     return {(a.asname or a.name).split(".")[0] for a in node.names}
 
 
-def _imports(nb: NotebookNode, needed: set[str]) -> list[ast.stmt]:
-    """The chapter's top-level import statements that bind a name in `needed`."""
-    found: list[ast.stmt] = []
+def extract(nb: NotebookNode, where: str = "<chapter>", known: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """[("imports", the chapter's imports that the solution cells use), (grade_id, cell source), ...] in the order
+    they run. A name the cells use that neither they, the imports, `known` nor the builtins define is an error."""
+    from coursenb import cells
+
+    sources = [(cells.grade_id(c) or "?", c.source) for c in solution_cells(nb)]
+    trees = [ast.parse(src, f"{where}:{gid}") for gid, src in sources]
+    nodes = [n for t in trees for n in ast.walk(t)]
+    defined = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    defined |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    defined |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    defined |= set().union(*(_bound_names(n) for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))))
+    used = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    needed = used - defined - set(dir(builtins)) - set(known)
+    imports: list[ast.stmt] = []
     for cell in nb.cells:
         if cell.get("cell_type") != "code" or cells.is_solution(cell):
             continue
@@ -72,40 +94,50 @@ def _imports(nb: NotebookNode, needed: set[str]) -> list[ast.stmt]:
             body = ast.parse(cells.strip_hidden_tests(cell.source)).body
         except SyntaxError:
             continue  # a cell with IPython syntax imports nothing the solutions use
-        found += [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom)) and _bound_names(s) & needed]
-    return found
-
-
-def execute(nb: NotebookNode, namespace: dict[str, Any] | None = None, *, where: str = "<chapter>") -> dict[str, Any]:
-    """Run `nb`'s solution cells (after the chapter's imports they use) in `namespace` (a fresh one by
-    default); returns it. A name the cells use that nothing defines is an error naming it."""
-    namespace = {"__name__": "__chapter__"} if namespace is None else namespace
-    trees = [(cells.grade_id(c) or "?", ast.parse(c.source, f"{where}:{cells.grade_id(c)}")) for c in solution_cells(nb)]
-    defined = {n.id for _, t in trees for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    defined |= {n.name for _, t in trees for n in ast.walk(t)
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    defined |= set().union(*(_bound_names(n) for _, t in trees for n in ast.walk(t)
-                             if isinstance(n, (ast.Import, ast.ImportFrom))))
-    used = set().union(*(_used_names(t) for _, t in trees)) - defined - set(dir(builtins)) - set(namespace)
-    imports = _imports(nb, used)
-    missing = used - set().union(*(_bound_names(s) for s in imports)) - _local_names(trees)
+        imports += [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom)) and _bound_names(s) & needed]
+    missing = needed - set().union(*(_bound_names(s) for s in imports))
     if missing:
         raise ChapterSolutionError(f"{where}: the solution cells use {', '.join(sorted(missing))}, which neither they "
                                    "nor the chapter's imports define")
-    exec(compile(ast.Module(body=imports, type_ignores=[]), f"{where}:imports", "exec"), namespace)  # noqa: S102
-    for gid, tree in trees:
-        exec(compile(tree, f"{where}:{gid}", "exec"), namespace)  # noqa: S102 - the instructor's own text
+    return [(IMPORTS, "\n".join(ast.unparse(s) for s in imports)), *sources]
+
+
+def run(code: list[tuple[str, str]], namespace: dict[str, Any], where: str = "<chapter>") -> dict[str, Any]:
+    """Execute an extraction's parts in `namespace`, each compiled under the name `where:label`."""
+    for label, source in code:
+        exec(compile(source, f"{where}:{label}", "exec"), namespace)  # noqa: S102 - the instructor's own text
     return namespace
 
 
-def _local_names(trees: Iterable[tuple[str, ast.AST]]) -> set[str]:
-    """Names bound inside functions (arguments, comprehension targets): loads of them are not globals."""
-    out: set[str] = set()
-    for _, tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.arg):
-                out.add(node.arg)
-    return out
+def execute(nb: NotebookNode, namespace: dict[str, Any] | None = None, *, where: str = "<chapter>") -> dict[str, Any]:
+    """Run `nb`'s solution cells (after the chapter's imports they use) in `namespace` (a fresh one by default)."""
+    namespace = {"__name__": "__chapter__"} if namespace is None else namespace
+    return run(extract(nb, where, namespace), namespace, where)
+
+
+@functools.cache
+def _extraction(assignment: str) -> tuple[Path, list[tuple[str, str]]]:
+    """(the chapter's path, its extraction), from the cache when the chapter and the extracting code are unchanged."""
+    chapter = select([assignment])[0]
+    h = hashlib.sha256(chapter.path.read_bytes())
+    for path in EXTRACTION:
+        h.update(path.read_bytes())
+    cached = CACHE / f"{assignment}-{h.hexdigest()[:24]}.json"
+    try:
+        return chapter.path, [tuple(part) for part in json.loads(cached.read_text(encoding="utf-8"))]
+    except (OSError, ValueError):
+        pass
+    code = extract(chapter.read(), str(chapter.path), ("__name__",))
+    try:  # whole or not at all (parallel processes); a read-only checkout just re-extracts next time
+        CACHE.mkdir(exist_ok=True)
+        for old in CACHE.glob(f"{assignment}-*.json"):
+            old.unlink(missing_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(code), encoding="utf-8")
+        tmp.replace(cached)
+    except OSError:
+        pass
+    return chapter.path, code
 
 
 def with_upstream(fn: Callable[..., Any], names: Iterable[str]) -> Callable[..., Any]:
@@ -134,8 +166,8 @@ def load(assignment: str, namespace: dict[str, Any], *,
          upstream: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
     """Execute chapter `assignment`'s solution cells in `namespace` (a module's globals), each function in
     `upstream` then also taking its upstream functions as keyword arguments; returns `namespace`."""
-    path, nb = _chapter(assignment)
-    execute(nb, namespace, where=str(path))
+    path, code = _extraction(assignment)
+    run(code, namespace, str(path))
     for name, names in (upstream or {}).items():
         namespace[name] = with_upstream(namespace[name], names)
     return namespace

@@ -19,7 +19,7 @@ import pytest
 from autograder.judge import judge, make_trials, run_trials, sent
 from coursenb import cells
 from coursenb.chapters import select
-from solutions.chapter import execute, solution_cells, source_notebook
+from solutions.chapter import _extraction, execute, extract, solution_cells, source_notebook
 from solutions.mistakes import Assign, Patch, StaleMistake, Wrong, apply, wrong_for
 
 CHAPTERS = [c.assignment for c in select()]
@@ -164,3 +164,12 @@ def test_every_mistake_applies_to_the_chapter_and_changes_its_cell() -> None:
             changed = apply(nb, wrong)
             after = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in solution_cells(changed)}
             assert {g for g in reference if after[g] != reference[g]} == {wrong.cell}, wrong.why
+
+
+def test_the_cached_extraction_is_the_chapters_own() -> None:
+    """What solutions/ executes (kept in solutions/__pycache__, keyed by the chapter's text) is what the chapter's
+    notebook gives now."""
+    for assignment in CHAPTERS:
+        path, code = _extraction(assignment)
+        assert code == extract(_source(assignment), str(path), ("__name__",))
+        assert [label for label, _ in code[1:]] == [cells.grade_id(c) for c in solution_cells(_source(assignment))]
