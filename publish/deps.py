@@ -5,7 +5,7 @@
 and returns their files with every package `__init__.py` on the way and the package data
 pyproject.toml declares for the packages it reaches (the page templates). A module that imports
 by name at run time (`importlib.import_module`, `pkgutil.iter_modules`: the checks' registry)
-depends on every module of its package; one that reads the chapters' sources
+depends on every module of its package (not its subpackages); one that reads the chapters' sources
 (`coursenb.chapters`) depends on them. A hand list of
 folders and files (the book's `KIT`, the audit's `AUDIT_INPUTS`) went stale as soon as a
 module moved or a new one was imported (`autograder/equation_judge.py` was missing from both).
@@ -93,7 +93,7 @@ def closure(roots: Iterable[str], lazy: bool = True) -> list[Path]:
             source = path.read_text(encoding="utf-8")
             todo.extend(imports_of(source, _package_of(path), lazy))
             if _DYNAMIC.search(source):  # the package's modules, whichever it loads
-                todo.extend(_module_name(p) for p in path.parent.rglob("*.py") if "__pycache__" not in p.parts)
+                todo.extend(_module_name(p) for p in path.parent.glob("*.py"))
     data = set(package_data(seen))
     if module_file("coursenb.chapters") in seen:
         from coursenb.chapters import select
