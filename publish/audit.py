@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import re
 import zipfile
@@ -16,14 +15,14 @@ from coursenb import cells
 from publish import deps
 from publish.contents import is_notebook, published_toc, read_notebook, source_of, toc_documents
 from publish.layout import ROOT, Edition
-from publish.leaks import Doc, Findings, audit, chapter_of, file_docs, served_docs
+from publish.leaks import Doc, Findings, audit, chapter_of, file_docs
+from publish.served import MATHJAX_DIR, ServedFile, walk
 
 KIT = ROOT / "attnlab"
 # Markers that must never reach the student edition.
 FORBIDDEN = (*cells.MARKERS, cells.HIDDEN_CHECK + "(")
-# Third-party bundle copied verbatim by sphinx-mathjax-offline: it holds optional CDN
-# fallbacks (speech-rule maps) that the book never loads; the browser test checks that.
-MATHJAX_DIR = "_static/mathjax"
+# MATHJAX_DIR (publish.served), the third-party bundle copied verbatim by sphinx-mathjax-offline, holds
+# optional CDN fallbacks (speech-rule maps) that the book never loads; the browser test checks that.
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs|googleapis|gstatic|googletagmanager|google-analytics"
                  r"|plausible\.io|mybinder|thebe@", re.I)
 REMOTE_LOAD = re.compile(
@@ -96,32 +95,21 @@ def _notebook_text(nb: nbformat.NotebookNode) -> str:
 
 
 def edition_text(folder: Path) -> str:
-    """Everything under `folder` as searchable text: HTML without tags, notebooks, the members of
-    zips (the downloads), other files as is, whitespace-normalised.
+    """Everything under `folder` as searchable text (`publish.served`: HTML read with a parser, notebooks,
+    the members of zips, other files as is), whitespace-normalised."""
+    return _normalise("\n".join(f.text for f in served_files([(folder, folder.name)])))
 
-    MathJax's third-party bundle is left out (it cannot hold the book's text).
-    """
-    parts = []
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if not path.is_file() or MATHJAX_DIR in rel or path.suffix.lower() in {
-                ".png", ".jpg", ".jpeg", ".gif", ".webp", ".woff", ".woff2", ".ttf", ".eot", ".ico"}:
-            continue
-        if path.suffix.lower() == ".zip":  # a download: its notebooks and README (its kit: `kit_problems`)
-            with zipfile.ZipFile(path) as zf:
-                parts += [_file_text(name, zf.read(name)) for name in zf.namelist() if not name.startswith("attnlab/")]
-        else:
-            parts.append(_file_text(path.name, path.read_bytes()))
-    return _normalise("\n".join(parts))
+
+def served_files(folders: list[tuple[Path, str]]) -> list[ServedFile]:
+    """The files under `folders`, each read once (`publish.served.walk`)."""
+    return walk(folders)
 
 
 def _file_text(name: str, data: bytes) -> str:
-    """One file as searchable text: as is, plus HTML without tags, plus a notebook's cells and outputs."""
+    """One kit file as searchable text: as is, plus a notebook's cells and outputs."""
     raw = data.decode("utf-8", errors="ignore")
     parts = [raw]
-    if name.endswith(".html"):
-        parts.append(html.unescape(re.sub(r"<[^>]+>", "", raw)))
-    elif name.endswith(".ipynb"):
+    if name.endswith(".ipynb"):
         with contextlib.suppress(ValueError):
             parts.append(_notebook_text(nbformat.reads(raw, as_version=4)))
     return "\n".join(parts)
@@ -149,7 +137,8 @@ def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None
                   log=None) -> list[str]:
     """What of the solutions the student edition (its pages, downloads, staged notebooks and the kit) shows:
     markers, solution lines, hidden tests, worked solutions, and every graded answer (`publish.leaks`)."""
-    text, kit = edition_text(edition.out) + " " + edition_text(edition.stage), kit_text()
+    files = served_files([(edition.out, edition.name), (edition.stage, f"{edition.name}/stage")])  # read once
+    text, kit = _normalise("\n".join(f.text for f in files)), kit_text()
     problems = [f"marker {m!r} found" for m in FORBIDDEN if m in text]
     problems += [f"attnlab/: marker {m!r} found" for m in cells.MARKERS if m in kit]
     problems += kit_problems(edition.out) + kit_problems(edition.stage)
@@ -163,7 +152,7 @@ def audit_student(edition: Edition, executed: dict[Path, Path], toc: dict | None
         problems += [f"attnlab/ holds {src.name}: {s[:100]!r}" for s in secrets(source, public, hidden=False)
                      if s in kit]
     findings = audit_answers(edition, {chapter_of(src.name): nb for src, nb in sources.items()
-                                       if chapter_of(src.name)})
+                                       if chapter_of(src.name)}, files=files)
     if log is not None:
         log(f"book: answer audit of the {edition.name} edition: {findings.figures}")
     return problems + findings.hits
@@ -202,23 +191,31 @@ def audit_student_cached(edition: Edition, executed: dict[Path, Path], toc: dict
     return problems
 
 
-def served(edition: Edition, folders: list[tuple[Path, str]] | None = None) -> tuple[list[Doc], int]:
+ASSETS = ("_static/", "_sources/", "_images/")  # the theme's assets and Sphinx's copies: not pages a reader reads
+
+
+def served(edition: Edition, folders: list[tuple[Path, str]] | None = None,
+           files: list[ServedFile] | None = None) -> tuple[list[Doc], int]:
     """What the edition serves, as documents (pages, downloads, staged notebooks with outputs, the kit),
-    and how many files they come from. `folders` replaces the edition's (html, stage) folders."""
-    folders = folders or [(edition.html, f"{edition.name}/html"), (edition.stage, f"{edition.name}/stage")]
-    skip = lambda rel: rel.startswith(("_static/", "_sources/", "_images/"))  # noqa: E731 - the theme's assets
-    docs = served_docs(folders, skip)
+    and how many files they come from. `folders` replaces the edition's (html, stage) folders; `files`, the
+    edition's output and stage already read (`served_files`), spares reading them again."""
+    if files is None:
+        folders = folders or [(edition.html, f"{edition.name}/html"), (edition.stage, f"{edition.name}/stage")]
+        files = [f for f in served_files(folders) if not f.rel.startswith(ASSETS)]
+    else:  # the output folder's html/ and the stage, as served
+        html, stage = f"{edition.name}/html/", f"{edition.name}/stage/"
+        files = [f for f in files if (f.where.startswith(html) and not f.where[len(html):].startswith(ASSETS))
+                 or f.where.startswith(stage)]
+    docs = [d for f in files for d in f.docs]
     kit = [doc for rel in kit_files(KIT) for doc in file_docs(KIT / rel, f"attnlab/{rel}")]
-    files = sum(1 for folder, _ in folders for p in folder.rglob("*")
-                if p.is_file() and not skip(p.relative_to(folder).as_posix())) + len(kit_files(KIT))
-    return docs + kit, files
+    return docs + kit, len(files) + len(kit_files(KIT))
 
 
 def audit_answers(edition: Edition, sources: dict[str, nbformat.NotebookNode],
-                  folders: list[tuple[Path, str]] | None = None) -> Findings:
+                  folders: list[tuple[Path, str]] | None = None, files: list[ServedFile] | None = None) -> Findings:
     """`publish.leaks.audit` on everything the edition serves, for the chapters' answers."""
-    docs, files = served(edition, folders)
-    return audit(docs, sources, files)
+    docs, count = served(edition, folders, files)
+    return audit(docs, sources, count)
 
 def audit_offline(html_dir: Path) -> list[str]:
     """Pages and assets that would load something from another host, or name a CDN."""

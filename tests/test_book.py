@@ -406,3 +406,38 @@ def test_cache_keys_follow_what_the_code_imports() -> None:
     assert deps.imports_of("from . import a\nfrom .b import c\ndef f():\n    import x.y\n", "p.q") == \
         {"p.q", "p.q.a", "p.q.b", "p.q.b.c", "x.y"}
     assert deps.imports_of("def f():\n    import x\n", lazy=False) == set()
+
+
+def test_served_text_is_read_once_with_an_html_parser(tmp_path: Path) -> None:
+    """publish.served: a page's shown text is its document for the answer audit; the searchable text adds what the
+    page carries unseen (scripts, attributes) and a highlighted solution line reads whole; one walk serves both
+    audits (the same documents as walking the served folders)."""
+    from publish import served
+
+    out, stage = tmp_path / "student", tmp_path / "stage" / "student"
+    (out / "html" / "_static").mkdir(parents=True)
+    stage.mkdir(parents=True)
+    page = ('<html><head><style>p{color:red}</style><script>var x = "### BEGIN SOLUTION";</script></head><body>'
+            '<p data-x="secret &amp; attribute">Visible &amp; plain</p><pre><span class="n">torch</span>'
+            '<span class="o">.</span><span class="n">einsum</span>(<span class="s2">&quot;htk,hsk-&gt;hts&quot;</span>)'
+            '</pre></body></html>')
+    (out / "html" / "ch1_parallel_time.html").write_text(page)
+    (out / "html" / "_static" / "theme.css").write_text("body{}")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("y = 1")])
+    with zipfile.ZipFile(out / "html" / "ch1.zip", "w") as zf:
+        zf.writestr("ch1_parallel_time.ipynb", nbformat.writes(nb))
+        zf.writestr("attnlab/grading.py", "KIT = 1")
+    nbformat.write(nb, str(stage / "ch1_parallel_time.ipynb"))
+    files = served.walk([(out, "student"), (stage, "student/stage")])
+    by = {f.where: f for f in files}
+    html_page = by["student/html/ch1_parallel_time.html"]
+    (doc,) = html_page.docs
+    assert "Visible & plain" in doc.text and "BEGIN SOLUTION" not in doc.text and "color:red" not in doc.text
+    assert "secret & attribute" in html_page.text and "### BEGIN SOLUTION" in html_page.text
+    assert 'torch.einsum("htk,hsk->hts")' in html_page.text  # the line reads whole across Pygments' spans
+    assert [d.text for d in by["student/html/ch1.zip"].docs] == ["y = 1"] and "KIT" not in by["student/html/ch1.zip"].text
+    edition = layout.Edition("student")
+    once, count = audit.served(edition, files=[f for f in files])
+    again, _ = audit.served(edition, folders=[(out / "html", "student/html"), (stage, "student/stage")])
+    assert [d.where for d in once] == [d.where for d in again] and count == 3 + len(audit.kit_files(audit.KIT))
+    assert not any("_static" in d.where for d in once)
