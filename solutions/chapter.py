@@ -72,12 +72,18 @@ def _bound_names(node: ast.Import | ast.ImportFrom) -> set[str]:
     return {(a.asname or a.name).split(".")[0] for a in node.names}
 
 
-def extract(nb: NotebookNode, where: str = "<chapter>", known: Iterable[str] = ()) -> list[tuple[str, str]]:
+def extract(nb: NotebookNode, where: str = "<chapter>", known: Iterable[str] = (),
+            helpers: Iterable[str] = ()) -> list[tuple[str, str]]:
     """[("imports", the chapter's imports that the solution cells use), (grade_id, cell source), ...] in the order
-    they run. A name the cells use that neither they, the imports, `known` nor the builtins define is an error."""
+    they run: the solution cells and the locked cells named in `helpers` (grade_ids). A name the cells use that
+    neither they, the imports, `known` nor the builtins define is an error."""
     from coursenb import cells
 
-    sources = [(cells.grade_id(c) or "?", c.source) for c in solution_cells(nb)]
+    helpers = set(helpers)
+    chosen = [c for c in nb.cells if c.get("cell_type") == "code" and (cells.is_solution(c) or cells.grade_id(c) in helpers)]
+    if missing := helpers - {cells.grade_id(c) for c in chosen}:
+        raise ChapterSolutionError(f"{where}: no code cell {', '.join(sorted(missing))}")
+    sources = [(cells.grade_id(c) or "?", c.source) for c in chosen]
     trees = [ast.parse(src, f"{where}:{gid}") for gid, src in sources]
     nodes = [n for t in trees for n in ast.walk(t)]
     defined = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -88,7 +94,7 @@ def extract(nb: NotebookNode, where: str = "<chapter>", known: Iterable[str] = (
     needed = used - defined - set(dir(builtins)) - set(known)
     imports: list[ast.stmt] = []
     for cell in nb.cells:
-        if cell.get("cell_type") != "code" or cells.is_solution(cell):
+        if cell.get("cell_type") != "code" or cells.is_solution(cell) or cells.grade_id(cell) in helpers:
             continue
         try:
             body = ast.parse(cells.strip_hidden_tests(cell.source)).body
@@ -116,10 +122,10 @@ def execute(nb: NotebookNode, namespace: dict[str, Any] | None = None, *, where:
 
 
 @functools.cache
-def _extraction(assignment: str) -> tuple[Path, list[tuple[str, str]]]:
+def _extraction(assignment: str, helpers: tuple[str, ...] = ()) -> tuple[Path, list[tuple[str, str]]]:
     """(the chapter's path, its extraction), from the cache when the chapter and the extracting code are unchanged."""
     chapter = select([assignment])[0]
-    h = hashlib.sha256(chapter.path.read_bytes())
+    h = hashlib.sha256(json.dumps(helpers).encode() + chapter.path.read_bytes())
     for path in EXTRACTION:
         h.update(path.read_bytes())
     cached = CACHE / f"{assignment}-{h.hexdigest()[:24]}.json"
@@ -127,7 +133,7 @@ def _extraction(assignment: str) -> tuple[Path, list[tuple[str, str]]]:
         return chapter.path, [tuple(part) for part in json.loads(cached.read_text(encoding="utf-8"))]
     except (OSError, ValueError):
         pass
-    code = extract(chapter.read(), str(chapter.path), ("__name__",))
+    code = extract(chapter.read(), str(chapter.path), ("__name__",), helpers)
     try:  # whole or not at all (parallel processes); a read-only checkout just re-extracts next time
         CACHE.mkdir(exist_ok=True)
         for old in CACHE.glob(f"{assignment}-*.json"):
@@ -162,11 +168,12 @@ def with_upstream(fn: Callable[..., Any], names: Iterable[str]) -> Callable[...,
     return composed
 
 
-def load(assignment: str, namespace: dict[str, Any], *,
+def load(assignment: str, namespace: dict[str, Any], *, helpers: Iterable[str] = (),
          upstream: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
-    """Execute chapter `assignment`'s solution cells in `namespace` (a module's globals), each function in
-    `upstream` then also taking its upstream functions as keyword arguments; returns `namespace`."""
-    path, code = _extraction(assignment)
+    """Execute chapter `assignment`'s solution cells (and its locked cells `helpers`, by grade_id: the grader's
+    harness as the student has it) in `namespace` (a module's globals), each function in `upstream` then also
+    taking its upstream functions as keyword arguments; returns `namespace`."""
+    path, code = _extraction(assignment, tuple(helpers))
     run(code, namespace, str(path))
     for name, names in (upstream or {}).items():
         namespace[name] = with_upstream(namespace[name], names)

@@ -45,7 +45,7 @@ def _head(source: str) -> type[nn.Module]:
 
 
 def _judge_head(trials: list[tuple], head: type[nn.Module]):
-    answer = lambda *args: ch4.head_outputs(*args, head=head)  # noqa: E731 - the notebook's head_outputs
+    answer = lambda *args: ch4.head_outputs(*args, BlankHead=head)  # noqa: E731 - the notebook's head_outputs
     return judge("ch4.blank_head", trials, run_trials(answer, sent("ch4.blank_head", trials)))
 
 
