@@ -173,3 +173,36 @@ def test_the_cached_extraction_is_the_chapters_own() -> None:
         path, code = _extraction(assignment)
         assert code == extract(_source(assignment), str(path), ("__name__",))
         assert [label for label, _ in code[1:]] == [cells.grade_id(c) for c in solution_cells(_source(assignment))]
+
+
+def _visible_calls(assignment: str, function: str) -> dict[str, ast.Call]:
+    """{answer variable: the call `function(VARIABLE, ...)`} in the chapter's test cells (their visible part)."""
+    found = {}
+    for cell in _source(assignment).cells:
+        if cells.is_test(cell):
+            for node in ast.walk(ast.parse(cells.strip_hidden_tests(cell.source))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function \
+                        and node.args and isinstance(node.args[0], ast.Name):
+                    found[node.args[0].id] = node
+    return found
+
+
+def test_the_visible_form_checks_state_the_questions_the_judge_asks() -> None:
+    """A question's statement lives in the chapter's visible form check (the student's side cannot import the
+    instructor's) and in the judge's question: the two must agree (variables of a symbolic answer; tensors given,
+    defined, and the operands of an equation answer)."""
+    from autograder.checks import CHECKS, EquationCheck
+    from solutions.answers import QUESTIONS
+
+    for name, question in QUESTIONS.items():
+        assignment, variable = name.split(".")
+        call = _visible_calls(assignment, "expect_answer")[variable]
+        assert tuple(ast.literal_eval(call.args[1])) == question.variables, name
+    equations = {n: c.question for n, c in CHECKS.items() if isinstance(c, EquationCheck)}
+    assert equations
+    for name, question in equations.items():
+        assignment, variable = name.split(".")
+        given = {k.arg: ast.literal_eval(k.value) for k in _visible_calls(assignment, "expect_equations")[variable].keywords}
+        assert given["inputs"] == dict(question.inputs) and given["defines"] == dict(question.defines), name
+        assert tuple(given.get("operands") or ()) == tuple(question.operands or ()), name
+        assert set(given.get("functions") or ()) == set(question.functions), name
