@@ -424,8 +424,28 @@ class Course:
             config.write_policy_block(self.root, config.policy_block(tz_name, dates, policy))
             cfg = self.config()
             self._sync_due_dates()
+            self._recharge()
         return Deadlines(tz_name, {a: cfg.due[a].astimezone(cfg.timezone) for a in assignments if a in cfg.due},
                          assignments, cfg.late, changed, moved)
+
+    def _recharge(self) -> list[Path]:
+        """The late policy applied again to what is graded (a penalty depends on the due date and the policy),
+        and the feedback pages whose penalty it changed written again."""
+        from autograder import grades, late
+
+        def penalties() -> dict[tuple[str, str, str], float]:
+            try:
+                return {(t.student, t.assignment, t.notebook): t.penalty for t in grades.load(self.root).totals()
+                        if t.status != "missing"}
+            except grades.ResultsError:
+                return {}
+
+        before = penalties()
+        if not before:
+            return []
+        late.apply(self.root)
+        after = penalties()
+        return self._refresh_feedback({k for k, v in after.items() if before.get(k) != v})
 
     def _sync_due_dates(self) -> None:
         """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""

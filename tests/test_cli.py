@@ -454,6 +454,23 @@ def test_bad_late_settings_are_one_line_errors(capsys, graded, tmp_path) -> None
     assert code == 0 and "2025-01-31 23:00 UTC" in out and "at most 50%" in out
 
 
+def test_new_deadlines_charge_again_what_is_graded(capsys, graded, tmp_path) -> None:
+    """A due date moved after grading: the penalties follow at once (they stayed at the old due date's until the
+    next grading), and a feedback page already written shows the new one."""
+    from autograder import config
+
+    course_dir = fresh(graded, tmp_path)
+    config.write_policy_block(course_dir, config.read_policy_block(graded))
+    assert run(capsys, "feedback", "--student", "grace", "--course", course_dir)[0] == 0
+    code, _, err = run(capsys, "deadlines", "--due", "2025-02-03 12:00", "--course", course_dir)  # after her upload
+    assert code == 0, err
+    one_day = min(raw("grace"), 0.1 * TOTAL)  # the LMS marked it late: one day, whatever the clocks say
+    late_rows = run(capsys, "gradebook", "--course", course_dir)[1].split("late work")[1]
+    assert re.search(rf"grace\s+ch1\s+.*\s{num(raw('grace'))}\s+-{num(one_day)}\s+{num(raw('grace') - one_day)}", late_rows)
+    page = (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
+    assert f"late penalty &minus;{num(one_day)}" in page
+
+
 def test_release_keeps_the_course_policy(capsys, graded, tmp_path) -> None:
     course_dir = fresh(graded, tmp_path)
     from autograder import config
