@@ -43,6 +43,7 @@ MESSAGE_LINES, MESSAGE_WIDTH = 12, 400  # an error message is shown up to this m
 # prints one line that starts with SKIPPED_MARK instead of running, and is reported SKIPPED.
 QUICK_ENV = "ATTNLAB_QUICK"
 SKIPPED_MARK = "[attnlab] visible check skipped:"
+STOPPED = "the run stopped before this cell: see the ERROR above"  # why a test cell after a dead kernel did not run
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,10 @@ def places(nb: dict) -> list[str]:
     return found
 
 
-def report(nb: dict, timeout: int = CELL_TIMEOUT) -> list[CellReport]:
+def report(nb: dict, timeout: int = CELL_TIMEOUT, executed: bool = True) -> list[CellReport]:
     """Every test cell, answer cell and hand-graded answer, and every other cell that raised, of an executed
-    notebook, each with its place (section and first line)."""
+    notebook, each with its place (section and first line). `executed`: the notebook was run here, so a test
+    cell without an execution count never ran (the kernel died before it) and is reported SKIPPED."""
     found = []
     for index, (cell, where) in enumerate(zip(nb.get("cells", []), places(nb))):
         kind = _kind(cell)
@@ -157,8 +159,10 @@ def report(nb: dict, timeout: int = CELL_TIMEOUT) -> list[CellReport]:
         name = meta.get("grade_id") or "a cell"
         points = float(meta.get("points", 0) or 0) if kind in ("test", "manual") else 0.0
         stub = (kind == "answer" and STUB in source) or (kind == "manual" and source.strip() == MANUAL_STUB)
-        found.append(CellReport(index, kind, name, points, error, stub=stub, where=where,
-                                skipped=_skipped(cell) if kind == "test" else None))
+        skipped = None
+        if kind == "test":
+            skipped = STOPPED if executed and cell.get("execution_count") is None and not error else _skipped(cell)
+        found.append(CellReport(index, kind, name, points, error, stub=stub, where=where, skipped=skipped))
     return found
 
 
@@ -221,14 +225,15 @@ def _points(x: float) -> str:
     return f"{x:g} point{'' if x == 1 else 's'}"
 
 
-def summary(found: list[CellReport], command: str = "python -m attnlab.validate NOTEBOOK.ipynb") -> tuple[str, bool]:
+def summary(found: list[CellReport], command: str = "python -m attnlab.validate NOTEBOOK.ipynb",
+            stopped: str | None = None) -> tuple[str, bool]:
     """The report's text, and whether the notebook is ready to submit (every visible check ran and passed,
-    every answer written, no error). `command` runs the skipped checks."""
+    every answer written, no error). `command` runs the skipped checks; `stopped`: why the run stopped early."""
     tests = [r for r in found if r.kind == "test"]
     manual = [r for r in found if r.kind == "manual"]
     passed = [r for r in tests if r.status == "PASS"]
     skipped = [r for r in tests if r.status == "SKIPPED"]
-    lines = []
+    lines = [f"  ERROR   {stopped}"] if stopped else []
     for r in found:
         what = f"{r.name} ({_points(r.points)})" if r.kind in ("test", "manual") else r.name
         if r.status == "PASS":
@@ -236,11 +241,13 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
         elif r.status not in ("OK", "HAND"):  # a written answer graded by hand: in the summary below
             lines.append(f"  {r.status:7s} {what}, in {r.where}:")
             message = {"TODO": "still holds its stub: write your answer here",
-                       "SKIPPED": f"not run ({r.skipped}); {command} runs it"}.get(r.status, r.error or "")
+                       "SKIPPED": f"not run ({r.skipped})" + ("" if r.skipped == STOPPED else f"; {command} runs it"),
+                       }.get(r.status, r.error or "")
             lines += ["          " + line for line in message.splitlines()]
     auto = sum(r.points for r in tests)
     by_hand = sum(r.points for r in manual)
-    lines.append(f"This notebook is worth {auto + by_hand:g} points: {auto:g} autograded in {len(tests)} test cells, "
+    cells = f"{len(tests)} test cell{'' if len(tests) == 1 else 's'}"
+    lines.append(f"This notebook is worth {auto + by_hand:g} points: {auto:g} autograded in {cells}, "
                  f"{by_hand:g} graded by hand.")
     lines.append(f"  Autograded: the visible checks of {len(passed)} of {len(tests)} test cells pass "
                  f"({sum(r.points for r in passed):g} of {auto:g} points)"
@@ -252,10 +259,11 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
                      + "; ".join(f"{r.name} ({_points(r.points)}, in {r.where})" for r in manual) + ".")
     if not tests:
         lines.append("This notebook has no visible tests: is it a chapter notebook of the course?")
-    ok = bool(tests) and len(passed) == len(tests) and not any(r.status in ("ERROR", "TODO") for r in found)
+    ok = bool(tests) and len(passed) == len(tests) and not stopped and \
+        not any(r.status in ("ERROR", "TODO") for r in found)
     if ok:
         lines.append("Ready to submit: every visible check ran and passed. Keep the file name.")
-    elif skipped and not any(r.status in ("ERROR", "TODO", "FAIL") for r in found):
+    elif skipped and not stopped and not any(r.status in ("ERROR", "TODO", "FAIL") for r in found):
         lines.append(f"Not ready: {len(skipped)} visible check{'s' if len(skipped) > 1 else ''} did not run; "
                      f"{command} runs every one.")
     else:
@@ -289,9 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - an unreadable notebook or a kernel that cannot start
             print(f"{path}: could not be run: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
-        text, ok = summary(report(executed, args.timeout), f"python -m attnlab.validate {path.name}")
-        if stopped:
-            text, ok = f"  ERROR   {stopped}\n{text}", False
+        text, ok = summary(report(executed, args.timeout), f"python -m attnlab.validate {path.name}", stopped)
         print(text)
         print(f"({time.perf_counter() - start:.0f} s)")
         status = status or (0 if ok else 1)

@@ -118,7 +118,7 @@ def test_the_kit_holds_no_solution() -> None:
 
 def _worth(text: str) -> tuple[float, float, float]:
     """(total, autograded, by hand) from validate's summary."""
-    found = re.search(r"worth ([\d.]+) points: ([\d.]+) autograded in \d+ test cells, ([\d.]+) graded by hand", text)
+    found = re.search(r"worth ([\d.]+) points: ([\d.]+) autograded in \d+ test cells?, ([\d.]+) graded by hand", text)
     assert found, text
     return tuple(float(x) for x in found.groups())
 
@@ -134,7 +134,7 @@ def test_validate_counts_what_each_chapter_is_worth(chapter: str) -> None:
     auto = total - sum(manual.values())
     release = cells.release(source)
     for nb, ready in ((release, False), (_filled(release, source), True)):
-        text, ok = validate.summary(validate.report(nb))
+        text, ok = validate.summary(validate.report(nb, executed=False))
         assert ok == ready and ("Ready to submit" in text) == ready, text
         assert _worth(text) == (total, auto, sum(manual.values())), text
         if ready:  # (the untouched release did not run: its test cells have no error to report)
@@ -148,8 +148,8 @@ def test_validate_counts_what_each_chapter_is_worth(chapter: str) -> None:
 def _executed(*outputs: list) -> nbformat.NotebookNode:
     """A notebook of one section whose test cells ran with these outputs."""
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## 4.4 Training")] + [
-        nbformat.v4.new_code_cell(f"check_{i}()", outputs=out, metadata=_meta(grade=True, locked=True, points=3,
-                                                                               grade_id=f"test_{i}"))
+        nbformat.v4.new_code_cell(f"check_{i}()", outputs=out, execution_count=i + 1,
+                                  metadata=_meta(grade=True, locked=True, points=3, grade_id=f"test_{i}"))
         for i, out in enumerate(outputs)])
 
 
@@ -168,6 +168,17 @@ def test_a_visible_check_that_did_not_run_is_skipped_never_passed() -> None:
     text, ok = validate.summary(validate.report(_executed([skip])), "python -m attnlab.validate ch4_blank_lm.ipynb")
     assert not ok and text.endswith("Not ready: 1 visible check did not run; "
                                     "python -m attnlab.validate ch4_blank_lm.ipynb runs every one."), text
+
+
+def test_a_visible_check_after_a_dead_kernel_is_skipped_never_passed() -> None:
+    nb = _executed([], [])
+    nb.cells[2].execution_count = None  # the kernel died in test_0: test_1 never ran
+    died = "the kernel died while running section \"4.4 Training\", the cell that begins \"check_0()\""
+    text, ok = validate.summary(validate.report(nb), "python -m attnlab.validate ch4_blank_lm.ipynb", died)
+    assert not ok and text.startswith(f"  ERROR   {died}\n"), text
+    assert re.search(r"SKIPPED test_1 \(3 points\), in .*:\n {10}not run \(the run stopped before this cell: see the "
+                     r"ERROR above\)\n", text), text
+    assert text.endswith("Not ready: fix the cells above, then run this again."), text
 
 
 @pytest.mark.parametrize("env, runs, says", [
