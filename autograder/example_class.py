@@ -71,7 +71,7 @@ class Materials:
     chapter: Chapter
     source: nbformat.NotebookNode  # instructor's notebook (solution text already stripped)
     release: nbformat.NotebookNode  # the student's stub notebook
-    wrong: list  # solutions.mistakes.Wrong entries (may be empty)
+    wrong: list  # solutions.mistakes entries, Patch, Assign or Wrong (may be empty)
 
     def correct(self, only: set[str] | None = None) -> nbformat.NotebookNode:
         """The release with every solution cell (or those in `only`) filled in from the source."""
