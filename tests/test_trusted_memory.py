@@ -124,6 +124,6 @@ def test_the_judge_process_runs_under_its_memory_bound() -> None:
         assert client.known(["ch1.self_attention", "nope"]) == ["nope"]
         limits = open(f"/proc/{client.proc.pid}/limits").read()
         line = next(x for x in limits.splitlines() if x.startswith("Max data size"))
-        assert line.split()[3] == str(1536 << 20), line
+        assert (1536 << 20) <= int(line.split()[3]) <= (1536 << 20) + (1 << 30), line  # on top of its imports
     finally:
         client.close()

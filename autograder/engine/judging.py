@@ -248,9 +248,8 @@ def upstream_first(names: list[str]) -> list[int]:
 
 
 def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
-    """Answer the grader's requests until it hangs up (under `bound` first, if any)."""
-    if bound is not None:
-        bound.enter()
+    """Answer the grader's requests until it hangs up, under `bound` (if any) on top of what its imports and
+    a CUDA context hold: what the bound limits is what student data makes it build."""
     import torch
 
     from attnlab import wire
@@ -258,6 +257,10 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     from autograder.judge import judge, make_trials, sent
 
     torch.set_num_threads(1)
+    if torch.cuda.is_available():
+        torch.zeros(1, device="cuda")  # the context, before the bound
+    if bound is not None:
+        bound.enter(above_current=True)
     drawn: OrderedDict[tuple[str, int], list[tuple]] = OrderedDict()
 
     def trials_of(name: str, seed: int) -> list[tuple]:

@@ -38,14 +38,16 @@ class MemoryBound:
     why: str
     made_parent: str | None = None  # a run cgroup made for this bound alone (removed with it)
 
-    def enter(self) -> None:
+    def enter(self, above_current: bool = False) -> None:
         """Put the calling process under the bound: enter the cgroup, or set RLIMIT_DATA. Call it first thing
-        in the bounded process's main (`argv()` carries the bound there), or pass it as Popen's `preexec_fn`."""
+        in the bounded process's main (`argv()` carries the bound there), or pass it as Popen's `preexec_fn`.
+        `above_current`: the bound counts from what the process holds now (its imports, a CUDA context: a
+        cgroup charges only what is allocated after entering it; RLIMIT_DATA is raised by what is mapped)."""
         if self.cgroup is not None:
             with open(os.path.join(self.cgroup, "cgroup.procs"), "w") as f:
                 f.write("0")
         else:
-            limit_this_process(self.limit_bytes)
+            limit_this_process(self.limit_bytes + (data_bytes() if above_current else 0))
 
     preexec = enter
 
@@ -72,6 +74,18 @@ class MemoryBound:
             cgroups.Group(self.cgroup).remove()
         if self.made_parent is not None:
             cgroups.teardown(cgroups.Parent(self.made_parent, ""))
+
+
+def data_bytes() -> int:
+    """This process's private writable memory now (VmData, what RLIMIT_DATA counts); 0 if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def limit_this_process(limit_bytes: int) -> None:
