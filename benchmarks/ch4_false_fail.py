@@ -18,15 +18,24 @@ lose test_blank_lm). Needs torch and this repository only (no nbgrader, no noteb
 from __future__ import annotations
 
 import argparse
+import ast
 import math
 import re
 import statistics
 import sys
+import textwrap
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# autograder.checks' own __init__ gathers every chapter's checks (and their equation and symbolic judges, which
+# need lark and sympy), and solutions.ch4 reads the chapter with nbgrader's tools: Chapter 4's check module alone
+# is needed here, with the chapter's head and trainer read from its text (`reference_module`, `run_cells`).
+_checks = types.ModuleType("autograder.checks")
+_checks.__path__ = [str(ROOT / "autograder" / "checks")]
+sys.modules.setdefault("autograder.checks", _checks)
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -59,25 +68,76 @@ class MLPHead(nn.Module):
         return torch.log_softmax(self.net(torch.cat([z_fwd_prev, z_bwd_next], dim=-1)) @ E.T, dim=-1)
 
 
+def cell_source(grade_id: str) -> str:
+    """The source of the chapter's cell `grade_id` (read from its text: no notebook tools needed)."""
+    cells = [c.split("\n", 1) for c in re.split(r"^# %%", CHAPTER.read_text(), flags=re.M)]
+    found = [body for head, *body in cells if f'"grade_id": "{grade_id}"' in head]
+    if len(found) != 1 or not found[0]:
+        raise SystemExit(f"{CHAPTER}: no single cell with grade_id {grade_id!r}")
+    return found[0][0]
+
+
+def run_cells(grade_ids: tuple[str, ...], **names: object) -> dict:
+    """The namespace after running the chapter's cells `grade_ids` (its solution markers are comments)."""
+    from attnlab.data import grammar
+    from attnlab.data.grammar import BOS, EOS, GRAMMAR, MASK, PAD
+
+    ns = {"torch": torch, "nn": nn, "F": torch.nn.functional, "math": math, "grammar": grammar, "GRAMMAR": GRAMMAR,
+          "BOS": BOS, "EOS": EOS, "MASK": MASK, "PAD": PAD, "device": torch.device("cpu"), **names}
+    for gid in grade_ids:
+        exec(compile(cell_source(gid), f"{CHAPTER.name}:{gid}", "exec"), ns)
+    return ns
+
+
+def wrong_heads() -> dict[str, type[nn.Module]]:
+    """Every head of solutions/mistakes/ch4.py that must lose test_blank_lm, read from its text (a whole class,
+    or the reference cell patched as `Patch.wrong_source` does), so that no notebook tool is needed."""
+    reference = cell_source("blank_head")
+    out = {}
+    for node in ast.walk(ast.parse((ROOT / "solutions" / "mistakes" / "ch4.py").read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Wrong", "Patch")):
+            continue
+        args = [ast.literal_eval(a) for a in node.args]
+        keywords = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        if node.func.id == "Wrong":
+            cell, source, loses, why = args
+        else:
+            cell, old, new, loses, why = args
+            if reference.count(old) != 1:
+                raise SystemExit(f"mistake {why!r}: its anchor is not once in the reference cell")
+            if keywords.get("line"):
+                lines = reference.split("\n")
+                k = next(k for k, text in enumerate(lines) if old in text)
+                lines[k] = lines[k][:len(lines[k]) - len(lines[k].lstrip())] + new
+                source = "\n".join(lines)
+            else:
+                source = reference.replace(old, new)
+        if cell == "blank_head" and "test_blank_lm" in loses:
+            ns = {"torch": torch, "nn": nn, "math": math}
+            exec(textwrap.dedent(source), ns)
+            out[f"wrong{len(out)}: {why[:40]}"] = ns["BlankHead"]
+    return out
+
+
+def reference_module() -> types.ModuleType:
+    """`solutions.ch4` as the judge's check imports it: the chapter's own BlankHead and head_outputs."""
+    module = types.ModuleType("solutions.ch4")
+    module.__dict__.update(run_cells(("blank_head", "head_outputs")))
+    return module
+
+
 def heads(names: list[str]) -> dict[str, type[nn.Module]]:
     """Head classes by name (`wrong` expands to every mistake that must lose test_blank_lm)."""
-    from solutions import ch4
-    from solutions.mistakes import source_of
-    from solutions.mistakes.ch4 import WRONG
-
     out: dict[str, type[nn.Module]] = {}
     for name in names:
         if name == "reference":
-            out[name] = ch4.BlankHead
+            out[name] = sys.modules["solutions.ch4"].BlankHead
         elif name == "linear_bias":
             out[name] = LinearBiasHead
         elif name == "mlp":
             out[name] = MLPHead
         elif name == "wrong":
-            for k, wrong in enumerate(w for w in WRONG if "test_blank_lm" in w.loses):
-                ns = {"torch": torch, "nn": nn, "math": math}
-                exec(source_of(wrong, "ch4"), ns)
-                out[f"wrong{k}: {wrong.why[:40]}"] = ns["BlankHead"]
+            out.update(wrong_heads())
         else:
             raise SystemExit(f"unknown head {name!r} (reference, linear_bias, mlp, wrong)")
     return out
@@ -85,18 +145,7 @@ def heads(names: list[str]) -> dict[str, type[nn.Module]]:
 
 def trainer(head: type[nn.Module]):
     """The chapter's `fit_blank_lm`, its locked cells run in a namespace whose BlankHead is `head`."""
-    from attnlab.data import grammar
-    from attnlab.data.grammar import BOS, EOS, GRAMMAR, MASK, PAD
-
-    cells = re.split(r"^# %%", CHAPTER.read_text(), flags=re.M)
-    ns = {"torch": torch, "nn": nn, "F": torch.nn.functional, "math": math, "grammar": grammar, "GRAMMAR": GRAMMAR,
-          "BOS": BOS, "EOS": EOS, "MASK": MASK, "PAD": PAD, "device": torch.device("cpu"), "BlankHead": head}
-    for gid in TRAINER_CELLS:
-        found = [c for c in cells if f'"grade_id": "{gid}"' in c.split("\n", 1)[0]]
-        if len(found) != 1:
-            raise SystemExit(f"{CHAPTER}: no single cell with grade_id {gid!r}")
-        exec(compile(found[0].split("\n", 1)[1], f"{CHAPTER.name}:{gid}", "exec"), ns)
-    return ns["fit_blank_lm"]
+    return run_cells(TRAINER_CELLS, BlankHead=head)["fit_blank_lm"]
 
 
 def one_draw(job: tuple[str, int]) -> tuple[str, int, float, bool, float]:
@@ -136,6 +185,9 @@ def main() -> None:
     ap.add_argument("--heads", default="reference,linear_bias,mlp,wrong")
     ap.add_argument("--processes", type=int, default=1)
     args = ap.parse_args()
+    import solutions
+
+    solutions.ch4 = sys.modules["solutions.ch4"] = reference_module()  # the chapter's, without notebook tools
     HEADS.update(heads(args.heads.split(",")))
     from autograder.checks import ch4 as checks
 
