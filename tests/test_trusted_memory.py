@@ -98,8 +98,8 @@ bound = membound.MemoryBound.from_argv(sys.argv[1:])
 if bound is not None:
     bound.enter()
 try:
-    hog = bytearray(1 << 30)
-    print("allocated 1 GiB")
+    hog = bytearray(256 << 20)
+    print("allocated 256 MiB")
 except MemoryError:
     print("MemoryError")
 """
@@ -109,13 +109,14 @@ except MemoryError:
 def test_a_bounded_process_cannot_allocate_past_its_bound(bounded: bool) -> None:
     """The helper the judge and the instructor's commands use: RLIMIT_DATA here (no cgroup v2 on the test
     machines), a cgroup's memory.max where there is one. The unbounded run shows the allocation is possible."""
-    bound = membound.memory_bound(256 << 20, "test", find=False)
-    assert bound.cgroup is None and "RLIMIT_DATA 256 MiB" in bound.why
+    bound = membound.memory_bound(64 << 20, "test", find=False)
+    assert bound.cgroup is None and "RLIMIT_DATA 64 MiB" in bound.why
     words = bound.argv() if bounded else []
     out = subprocess.run([sys.executable, "-c", _ALLOCATE, *words], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == ("MemoryError" if bounded else "allocated 1 GiB"), out.stderr[-2000:]
+    assert out.stdout.strip() == ("MemoryError" if bounded else "allocated 256 MiB"), out.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_the_judge_process_runs_under_its_memory_bound() -> None:
     from autograder.engine.judging import JudgeClient
 
