@@ -11,8 +11,8 @@ The command line (`autograder.cli`), the book (`publish`), the tests and the ben
 this class; each step checks what it needs first and raises `CourseError` (one sentence) for
 a course that cannot do it.
 
-The steps that parse what students uploaded (collect, feedback, similarity, the manual export)
-run in a process of their own (`Course.bounded`), forked for the step, under a memory bound
+The steps that parse what students uploaded (collect, feedback, similarity, the manual export
+and import) run in a process of their own (`Course.bounded`), forked for the step, under a memory bound
 (`autograder.engine.membound`: a cgroup's memory.max where there is one, else RLIMIT_DATA on
 what the step adds) and a time limit (`StepLimits`): a notebook that blows up costs that step
 one clear line, never the instructor's shell or the machine.
@@ -557,7 +557,7 @@ class Course:
 
         self.require()
         try:
-            rows = manual.import_scores(self.root, Path(path))
+            rows = self.bounded("manual import", manual.import_scores, self.root, Path(path))
         except manual.ManualError as exc:
             raise CourseError(str(exc)) from None
         late.apply(self.root)  # a penalty depends on the raw score
