@@ -79,15 +79,18 @@ class Pool:
                                     env=worker_env(), close_fds=True, cwd="/")
         theirs.close()
         ours.setblocking(False)
-        return Worker(slot, proc, ours, protocol.FrameReader(ours.fileno(), RESULT_MAX), log)
+        w = Worker(slot, proc, ours, protocol.FrameReader(ours.fileno(), RESULT_MAX), log)
+        # The init goes at once (the worker reads it after its hello), so the sandbox starts while the grader
+        # reads the gradebook and checks the reference: sent from `ready`, it waited for all of that.
+        init = dict(self.init)
+        init["uid"] = init["uid_base"] + slot if init.get("root") else os.getuid()
+        protocol.send(w.fd, {"k": "init", "slot": slot, **init})
+        return w
 
     def _greet(self, w: Worker) -> None:
         msg = protocol.recv_blocking(w.reader, timeout=self.timeout)
         if msg is None or msg.kind != "hello":
             raise WorkerError(f"worker {w.slot} did not start:\n{w.log_tail()}")
-        init = dict(self.init)
-        init["uid"] = init["uid_base"] + w.slot if init.get("root") else os.getuid()
-        protocol.send(w.fd, {"k": "init", "slot": w.slot, **init})
 
     def _isolated(self, w: Worker) -> None:
         msg = protocol.recv_blocking(w.reader, timeout=self.timeout)
