@@ -564,6 +564,12 @@ for k, T in enumerate(Ts):
     cells = [f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods]
     scores_mib = H * T * T * torch.finfo(dtype).bits // 8 / 2**20
     print(f"T = {T:5d}: " + "  ".join(cells) + f"   (scores {scores_mib:7.1f} MiB)")
+if len(Ts) > 1:
+    print(f"from T = {Ts[-2]} to T = {Ts[-1]} (the scores' work x4):")
+    for name in methods:
+        time_growth = statistics.median(runs[name][-1]) / statistics.median(runs[name][-2])
+        memory_growth = largest[name][-1] / max(largest[name][-2], 1)
+        print(f"  {name}: time x{time_growth:.1f}, largest tensor x{memory_growth:.1f}")  # claim: ch1-growth
 
 # %%
 if Ts:
@@ -597,7 +603,9 @@ if Ts:
 # $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
 # the weighted average take over. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic; its largest tensor grows
-# like $T$, not $T^2$. The depth itself, which is what the problems above ask about, is
+# like $T$, not $T^2$. The run above prints, for the last doubling of $T$, how much each
+# time and each largest tensor grew, the ratios to read these sentences against
+# <!-- claim: ch1-growth -->. The depth itself, which is what the problems above ask about, is
 # measured directly by the book's parallel-time profiler in the next section.
 #
 # ## 1.5 Depth, measured

@@ -488,7 +488,7 @@ else:
 # ### BEGIN SOLUTION
 # 1. *Parameters.* Separate: $2KJ$ per head, $2HKJ$ per layer, $2\cdot 8\cdot 64\cdot 512 =
 #    524{,}288$. Merged: $J^2$ per head, $HJ^2 = 8\cdot 512^2 = 2{,}097{,}152$ per layer, four
-#    times as many ($J/(2K) = H/2$). The counts are equal at $K = J/2$; with the usual
+#    times as many ($J/(2K) = H/2$) <!-- claim: ch3-counts -->. The counts are equal at $K = J/2$; with the usual
 #    $K = J/H$ and $H > 2$ heads the separate form is smaller.
 # 2. *Compute per score.* Separate: project every position once ($2KJ$ multiplications per
 #    position and head, for its query and key), then each score is an inner product of
@@ -505,6 +505,11 @@ else:
 #    of the parameters and compute above and of the low-rank structure the separate form
 #    imposes.
 # ### END SOLUTION
+
+# %% tags=["solutions-only"]
+# The model answer's counts, from the reference counts of Problem 3.6 (J = 512, H = 8, K = J/H = 64).
+assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_288, 2_097_152) \
+    and layer_params_merged(8, 512) == 4 * layer_params_separate(8, 64, 512), "the counts of part 1"  # claim: ch3-counts
 
 # %% [markdown] tags=["solutions-only"]
 # **Rubric for Problem 3.8 (3 points, one per part).**

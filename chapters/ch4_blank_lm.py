@@ -539,7 +539,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # %% [markdown]
 # ## 4.4 Learning curves of your model
 #
-# The same model trained longer, on all 20,000 training sentences with batches of 128 for
+# The same model trained longer, on all 20,000 <!-- given --> training sentences with batches of 128 for
 # 800 steps, with the held-out blank cross-entropy (every position of every held-out
 # sentence) recorded every 100 steps against the optimum line. The same loop trains the
 # Transformer of the next section. (Run it once your head passes its tests.)

@@ -792,7 +792,9 @@ if results:
 # *What to expect.* On a CPU with a few cores the work decides the time, but the CNN does it
 # in a few large operations, one per layer, and the GRU in $T$ small ones that wait for each
 # other, each paying its overhead. On a GPU the CNN's time should stay nearly flat until the
-# device is full, while the GRU's still grows linearly with $T$.
+# device is full, while the GRU's still grows linearly with $T$. The run prints each
+# model's growth from the shortest to the longest sentence and the ratio of the two at the
+# longest, the figures to compare with this expectation <!-- claim: ch6-timing-ratios -->.
 
 # %% tags=["answer-output"]
 def wall_clock(fn, *args, repeats: int = 9, warmup: int = 2) -> tuple[float, float, float]:
@@ -837,6 +839,9 @@ if timed_Ts:
     for T, (a, a0, a1), (b, b0, b1) in zip(timed_Ts, cnn_s, rnn_s):
         print(f"T = {T:5d}: CNN ({layers_needed(T, 3):2d} layers) {a * 1e3:8.2f} ms ({a0 * 1e3:.2f} to {a1 * 1e3:.2f})   "
               f"GRU {b * 1e3:8.2f} ms ({b0 * 1e3:.2f} to {b1 * 1e3:.2f})")
+    print(f"from T = {timed_Ts[0]} to T = {timed_Ts[-1]} ({timed_Ts[-1] / timed_Ts[0]:.0f} times longer): the CNN's time "
+          f"x{cnn_s[-1][0] / cnn_s[0][0]:.1f}, the GRU's x{rnn_s[-1][0] / rnn_s[0][0]:.1f}; at T = {timed_Ts[-1]} "
+          f"the GRU takes {rnn_s[-1][0] / cnn_s[-1][0]:.1f} times the CNN's time")  # claim: ch6-timing-ratios
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for runs, style, label in ((cnn_s, "s-", "CNN, layers for full context"), (rnn_s, "o-", "GRU")):
         median, fastest, slowest = zip(*runs)

@@ -37,6 +37,7 @@ FIGURE = re.compile(
     r"|10\^\{?[-−]?\d+\}?"                                  # a power of ten
     r"|\d+(?:\.\d+)?\s*(?:×|\\times|x)(?=\s+(?:faster|slower|more|fewer|less|larger|smaller))"  # a ratio
     r"|\d+(?:\.\d+)?\s+times\s+(?:faster|slower|more|fewer|less|larger|smaller|as)\b"
+    r"|\d{1,3}(?:(?:\{,\}|,)\d{3})+(?!\d)"                     # a count written with thousands separators
     r"|\d+\.\d+"                                            # a decimal
     r")")
 
@@ -130,10 +131,11 @@ def test_every_figure_in_the_prose_is_printed_or_asserted(chapter: Chapter) -> N
 
 
 def test_the_scan_finds_figures_and_ignores_references() -> None:
-    md = ("Each token puts more than 99.99% of its weight on token 4, a gap of $9.2\\times 10^{-5}$ (Section 0.2).\n"
+    md = ("A layer holds $2{,}097{,}152$ parameters.\n"
+          "Each token puts more than 99.99% of its weight on token 4, a gap of $9.2\\times 10^{-5}$ (Section 0.2).\n"
           "\nThe GRU is 3.5 times slower; see Problems 3.5 and 3.6 and Problems 3.5-3.7.")
     found = [f.text for f in untagged_figures("x", md)]
-    assert found == ["99.99%", "9.2\\times 10^{-5}", "3.5 times slower"], found
+    assert found == ["2{,}097{,}152", "99.99%", "9.2\\times 10^{-5}", "3.5 times slower"], found
     tagged = md.replace("(Section 0.2)", "<!-- claim: a --> (Section 0.2)").replace("slower;", "slower <!-- given -->;")
     assert untagged_figures("x", tagged) == []
     assert claim_tags(tagged) == ["a"]
