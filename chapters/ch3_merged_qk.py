@@ -569,30 +569,31 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 # represent more. When $K \ge J$ every $\tilde W^Q$ can be split.)
 #
 # The split, when it exists, comes from the singular value decomposition
-# $\tilde W^Q = U S V^\top$. Keep the $K$ largest singular values and set
+# $\tilde W^Q = A\,\Lambda\,R^\top$ ($A$ and $R$ orthogonal, $\Lambda$ diagonal with the singular
+# values $\lambda_0 \ge \lambda_1 \ge \dots$). Keep the $K$ largest singular values and set
 #
 # $$
-# W^Q = K^{1/4}\,\big(U_{:,<K}\, S_{<K}^{1/2}\big)^\top, \qquad
-# W^K = K^{1/4}\,\big(V_{:,<K}\, S_{<K}^{1/2}\big)^\top,
+# W^Q = K^{1/4}\,\big(A_{:,<K}\, \Lambda_{<K}^{1/2}\big)^\top, \qquad
+# W^K = K^{1/4}\,\big(R_{:,<K}\, \Lambda_{<K}^{1/2}\big)^\top,
 # $$
 #
-# so that $\frac{1}{\sqrt K} W^{Q\top} W^K = U_{:,<K}\, S_{<K}\, V_{:,<K}^\top$. This equals
+# so that $\frac{1}{\sqrt K} W^{Q\top} W^K = A_{:,<K}\, \Lambda_{<K}\, R_{:,<K}^\top$. This equals
 # $\tilde W^Q$ exactly iff the discarded singular values are zero, that is iff
 # $\operatorname{rank}\tilde W^Q \le K$; otherwise it is the best rank-$K$ approximation
-# (Eckart–Young), and its error is $\big(\sum_{r \ge K} \sigma_r^2\big)^{1/2}$.
+# (Eckart–Young), and its error is $\big(\sum_{\rho \ge K} \lambda_\rho^2\big)^{1/2}$.
 
 # %% tags=["solutions-only"]
 def split_merged(W_tilde: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """One head's W~Q[J, J] -> (WQ[K, J], WK[K, J]) whose merge is the best rank-K approximation of W~Q."""
-    U, S, Vh = torch.linalg.svd(W_tilde)
-    root = S[:K].sqrt()
-    return K ** 0.25 * (U[:, :K] * root).T, K ** 0.25 * root[:, None] * Vh[:K]
+    A, lam, Rh = torch.linalg.svd(W_tilde)  # W~Q = A diag(lam) R^T, Rh = R^T
+    root = lam[:K].sqrt()
+    return K ** 0.25 * (A[:, :K] * root).T, K ** 0.25 * root[:, None] * Rh[:K]
 
 
 def rank_k_error(W_tilde: torch.Tensor, K: int) -> float:
-    """Largest entry of |W~Q - U_K S_K V_K^T|, the error of the best rank-K approximation."""
-    U, S, Vh = torch.linalg.svd(W_tilde)
-    return (W_tilde - (U[:, :K] * S[:K]) @ Vh[:K]).abs().max().item()
+    """Largest entry of |W~Q - A_K Lambda_K R_K^T|, the error of the best rank-K approximation."""
+    A, lam, Rh = torch.linalg.svd(W_tilde)
+    return (W_tilde - (A[:, :K] * lam[:K]) @ Rh[:K]).abs().max().item()
 
 
 g = torch.Generator().manual_seed(4)
@@ -613,19 +614,19 @@ assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrar
 # %% tags=["solutions-only"]
 for name, W in [("low rank", low_rank), ("random", arbitrary)]:
     WQ_h, WK_h = split_merged(W, K)
-    U, S, Vh = torch.linalg.svd(W)
+    A, lam, Rh = torch.linalg.svd(W)
     back = merge_query_key(WQ_h[None], WK_h[None])[0]
     print(f"{name}: max |merge(split(W~Q)) - best rank-{K} approximation| = "
-          f"{(back - (U[:, :K] * S[:K]) @ Vh[:K]).abs().max().item():.1e}")
+          f"{(back - (A[:, :K] * lam[:K]) @ Rh[:K]).abs().max().item():.1e}")
 
 # %% tags=["solutions-only"]
-S = torch.linalg.svdvals(arbitrary)
+lam = torch.linalg.svdvals(arbitrary)
 errors = [rank_k_error(arbitrary, k) for k in range(1, J + 1)]
-frobenius = [(S[k:] ** 2).sum().sqrt().item() for k in range(1, J + 1)]
+frobenius = [(lam[k:] ** 2).sum().sqrt().item() for k in range(1, J + 1)]
 fig, ax = plt.subplots(figsize=(6.5, 4))
 ax.semilogy(range(1, J + 1), [max(e, 1e-17) for e in errors], "o-", label="largest entry of the error")
 ax.semilogy(range(1, J + 1), [max(f, 1e-17) for f in frobenius], "s--",
-            label=r"$(\sum_{r \geq K} \sigma_r^2)^{1/2}$ (Frobenius norm; 0 drawn at $10^{-17}$)")
+            label=r"$(\sum_{\rho \geq K} \lambda_\rho^2)^{1/2}$ (Frobenius norm; 0 drawn at $10^{-17}$)")
 ax.set_xlabel("query/key size K of the split")
 ax.set_ylabel("reconstruction error")
 ax.set_title(f"Splitting a random full-rank {J} x {J} " + r"$\tilde W^Q$ into $W^Q, W^K$")
