@@ -23,6 +23,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count T:length V:output
+# W:weights \alpha:attention \ell:layer e:euler h:heads i:valuesize j:width k:keysize n:count
+# q:query s:score t:length -->
+#
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
 # the same things in the three seeds of this chapter:
 #

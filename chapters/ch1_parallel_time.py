@@ -23,6 +23,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: B:batch C:processors H:heads I:valuesize J:width K:keysize L:layers M:vectors
+# N:count O:order T:length V:output W:weights Z:normaliser \alpha:attention \ell:layer e:euler
+# h:heads i:valuesize j:width k:keysize s:score t:length -->
+#
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
 # the same things in this chapter's seeds:
 #

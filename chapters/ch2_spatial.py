@@ -21,6 +21,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count O:order T:length
+# V:output W:weights X:rows Y:columns \alpha:attention \ell:layer \gamma:colour \nu:frequency \pi:pi
+# e:euler h:heads i:valuesize j:width k:keysize p:positional s:score t:length x:rows y:columns -->
+#
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
 # the same things in this chapter's seeds:
 #
@@ -457,7 +461,7 @@ print("column totals of the joint weights for query pixel (0, 0), head 0:",
 # so $J = 19$. We choose the weights by hand, two heads with $K = 16$:
 #
 # * head 0, the **colour head**: $W^Q[0] = W^K[0]$ keep the colour and drop the position,
-#   scaled so that $s = 10\, c \cdot c'$ for colours $c$, $c'$. For unit-length colours the
+#   scaled so that $s = 10\, \gamma \cdot \gamma'$ for colours $\gamma$, $\gamma'$. For unit-length colours the
 #   dot product is largest for the same colour, so a pixel attends to pixels of its own
 #   colour, wherever they are;
 # * head 1, the **position head**: $W^Q[1] = W^K[1]$ keep the position only, $s = 2\,

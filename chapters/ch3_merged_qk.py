@@ -19,6 +19,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: A:svdleft H:heads J:width K:keysize L:layers M:vectors R:svdright T:length W:weights
+# \Lambda:singularvalues \alpha:attention \ell:layer \lambda:singularvalue \rho:rank h:heads j:width
+# k:keysize m:row s:score t:length -->
+#
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
 # the same things in seed 002 P6:
 #

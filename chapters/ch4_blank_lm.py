@@ -22,6 +22,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: B:batch E:wordvectors H:heads I:valuesize J:width K:keysize N:count P:probability
+# T:length U:wordsize V:output W:weights \Phi:parameters e:euler g:grammarstate h:heads j:width
+# n:count s:score t:length u:wordsize w:word z:state -->
+#
 # The part of the book's table (front matter, *Notation*) this chapter uses, and the seed's
 # letters for the same things:
 #
@@ -42,7 +46,7 @@
 #   book's head index).
 # * The question first gives word vectors as $e[w, J]$ and then says not to assume their
 #   dimension is $J$, writing $e[W, I]$: the word vectors have their own dimension, $U$ in
-#   this book, which need not be $J$. The capital $W$ in $e[W, I]$ stands for the whole
+#   this book, which need not be $J$. The capital $W$ in the question's $e[W, I]$ stands for the whole
 #   vocabulary (the matrix of all word vectors), not for a word; the book writes the matrix
 #   $E[w, u]$ with $w \in \mathcal V$, $u < U$.
 # * The seed uses $\vec h[t-1]$ and $\tilde h[t+1]$ without saying what they are at $t = 1$
@@ -525,7 +529,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # $[\overrightarrow{z}[t-1]; \overleftarrow{z}[t+1]]$ (the same model, written with
 # $\overrightarrow{W}$ and $\overleftarrow{W}$ side by side); a small perceptron on the two
 # states followed by the inner product with $E[w]$; a bilinear form
-# $\sum E[w,u]\,A[u,j,j']\,\overrightarrow{z}[t-1,j]\,\overleftarrow{z}[t+1,j']$ plus the two
+# $\sum E[w,u]\,W_{\text{bi}}[u,j,j']\,\overrightarrow{z}[t-1,j]\,\overleftarrow{z}[t+1,j']$ plus the two
 # linear terms. What fails: a head that reads one side only (it cannot see the
 # agreement of the verb with a subject on the other side, and stays far above the optimum),
 # an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores

@@ -23,6 +23,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: E:wordvectors J:width K:keysize M:vectors P:probability T:length U:wordsize V:output
+# W:weights X:rows Y:columns \Phi:parameters \alpha:attention \tau:type b:batch j:width k:keysize
+# s:score t:length u:wordsize w:word x:rows y:columns z:state -->
+#
 # The part of the book's table (front matter, *Notation*) this chapter uses, and the seed's
 # letters for the same things:
 #

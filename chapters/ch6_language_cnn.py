@@ -28,6 +28,10 @@
 # %% [markdown]
 # ## Notation
 #
+# <!-- letters: B:batch D:filterwidth E:wordvectors J:width L:layers M:vectors O:order P:probability
+# T:length V:output W:weights \Delta:offset \Phi:parameters \beta:bias \ell:layer \sigma:sigmoid
+# \xi:argument b:batch e:euler j:width r:receptive t:length w:word z:state -->
+#
 # The part of the book's table (front matter, *Notation*) this chapter uses, and the seed's
 # letters for the same things:
 #
@@ -39,7 +43,7 @@
 # | $M_\ell[b, t, j]$ | layer $\ell$: sentence $b$, position $t$, channel $j$ | $L_\ell[b, t, i]$ |
 # | $W_{\ell+1}[\Delta, j, j']$, $\Delta < D$ | the filter of layer $\ell + 1$: offset $\Delta$, **input** channel $j$, **output** channel $j'$ | $W_{\ell+1}[\Delta t, i, i']$ in $\Phi$; $W_{\ell+1}[\Delta t, i', i]$ in (b) |
 # | $\beta_{\ell+1}[j']$ | the threshold (bias) of output channel $j'$ | $B_{\ell+1}[i]$ |
-# | $\sigma(x) = 1 / (1 + e^{-x})$ | the logistic function | $\sigma$ |
+# | $\sigma(\xi) = 1 / (1 + e^{-\xi})$ | the logistic function | $\sigma$ |
 # | $D$ | filter width | (not named) |
 # | $L$ | number of layers | $L$ |
 #
@@ -262,7 +266,7 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 #
 # **Erratum in the seed's solution of (b).** Its right-hand side reads
 # $L_\ell[2t + \Delta t, i']$: the batch index $b$ is lost. It must be
-# $L_\ell[b, 2t + \Delta t, i']$, since every sentence of the batch is convolved on its own
+# $L_\ell[b, 2t + \Delta t, i']$ in the seed's letters, since every sentence of the batch is convolved on its own
 # (without $b$ on the right, the left side's $b$ would be free, and every sentence would get
 # the same output).
 
@@ -335,10 +339,10 @@ hidden_check("ch6.conv_stride2", conv_stride2)
 # ### Worked solution (Problem 6.4)
 #
 # `M.unfold(1, D, 2)` cuts dimension 1 (positions) into windows of size $D$ taken every 2
-# steps and puts the window offset last: `windows[b, t, j, d]` $= M[b, 2t + d, j]$, for the
+# steps and puts the window offset last: `windows[b, t, j, d]` $= M[b, 2t + \Delta, j]$ with $\Delta$ = `d`, for the
 # $\lfloor (T - D)/2 \rfloor + 1$ windows that fit, which is exactly "valid positions only".
 # The sum over $\Delta$ and $j$ is then one contraction with the equation's letters,
-# `einsum("btjd,djk->btk", windows, W)` ($k$ standing for $j'$), and the threshold is
+# `einsum("btjd,djk->btk", windows, W)` (`k` standing for $j'$), and the threshold is
 # subtracted before $\sigma$. This is PyTorch's `conv1d` with `stride=2` and no padding, with
 # the layout changed: `conv1d` wants the input as $[B, J, T]$ and the filter as $[J', J, D]$,
 # and adds its bias rather than subtracting it. The cell below checks the two agree. The
@@ -636,7 +640,7 @@ if not is_grading():
 # sentence: *"this bird carries a happy truck"*. **The task: predict the topic of a
 # sentence.** Since the grammar is known, the best possible classifier is known too: the
 # posterior $P(\text{topic} \mid \text{sentence})$ by the forward algorithm, and its
-# expected accuracy $\mathbb{E}[\max_c P(c \mid \text{sentence})]$ is the **Bayes optimum**
+# expected accuracy $\mathbb{E}[\max_{\text{topic}} P(\text{topic} \mid \text{sentence})]$ is the **Bayes optimum**
 # no classifier can beat.
 #
 # The CNN: your `embed`, then three of your `conv_stride2` layers with $D = 3$ and $J = 64$
