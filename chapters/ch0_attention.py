@@ -200,10 +200,10 @@ hidden_check("ch0.dot_product_attention", dot_product_attention)
 M = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]], dtype=torch.float64)
 K = M.shape[1]
 
-dots = torch.einsum("tj,uj->tu", M, M)                # dots[t, t'] = M[t] . M[t'] (no projections)
+dots = torch.einsum("tj,Tj->tT", M, M)                # dots[t, t'] = M[t] . M[t'] (no projections)
 scores = dots / math.sqrt(K)                          # scaled by 1/sqrt(3)
 weights = torch.softmax(scores, dim=1)                # row t: query t's weights over the four keys
-contexts = torch.einsum("tu,uj->tj", weights, M)      # row t: the context vector of token t
+contexts = torch.einsum("tT,Tj->tj", weights, M)      # row t: the context vector of token t
 
 torch.set_printoptions(precision=4, sci_mode=False)
 print("dot products M M^T:\n", dots)
@@ -283,12 +283,12 @@ plt.show()
 
 # %%
 unit = M / M.norm(dim=1, keepdim=True)
-weights_unit = torch.softmax(torch.einsum("tj,uj->tu", unit, unit) / math.sqrt(K), dim=1)
+weights_unit = torch.softmax(torch.einsum("tj,Tj->tT", unit, unit) / math.sqrt(K), dim=1)
 fig, ax = plt.subplots(figsize=(5.5, 4.2))
 show_matrix(ax, weights_unit, "weights with unit-length embeddings", ".3f")
 plt.tight_layout()
 plt.show()
-scores_unit = torch.einsum("tj,uj->tu", unit, unit) / math.sqrt(K)
+scores_unit = torch.einsum("tj,Tj->tT", unit, unit) / math.sqrt(K)
 assert (scores_unit.amax(dim=1) - scores_unit.amin(dim=1)).max() < 0.03 and (weights_unit - 0.25).abs().max() < 0.01, \
     "unit-length embeddings should give scores within 0.03 and weights within 0.01 of uniform"  # claim: ch0-unit
 
@@ -353,8 +353,8 @@ def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: t
     QueryT = torch.einsum("hkj,jt->hkt", WQ, MT)
     KeyT = torch.einsum("hkj,jt->hkt", WK, MT)
     ValueT = torch.einsum("hij,jt->hit", WV, MT)
-    A = torch.softmax(torch.einsum("hku,hkt->hut", KeyT, QueryT) / math.sqrt(K), dim=1)  # columns sum to 1
-    out = torch.einsum("hiu,hut->hit", ValueT, A)
+    A = torch.softmax(torch.einsum("hkT,hkt->hTt", KeyT, QueryT) / math.sqrt(K), dim=1)  # columns sum to 1
+    out = torch.einsum("hiT,hTt->hit", ValueT, A)
     return out.reshape(-1, MT.shape[1])
     ### END SOLUTION
 

@@ -113,9 +113,9 @@ def self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torc
     Query = torch.einsum("hkj,tj->htk", WQ, M)
     Key = torch.einsum("hkj,tj->htk", WK, M)
     Value = torch.einsum("hij,tj->hti", WV, M)
-    s = torch.einsum("htk,huk->htu", Query, Key) / math.sqrt(K)
+    s = torch.einsum("htk,hTk->htT", Query, Key) / math.sqrt(K)
     alpha = torch.softmax(s, dim=-1)
-    V = torch.einsum("htu,hui->hti", alpha, Value)
+    V = torch.einsum("htT,hTi->hti", alpha, Value)
     H, T, I = V.shape
     return V.permute(1, 0, 2).reshape(T, H * I)
     ### END SOLUTION

@@ -176,9 +176,9 @@ def spatial_self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, 
     Query = torch.einsum("hkj,xyj->hxyk", WQ, M)
     Key = torch.einsum("hkj,xyj->hxyk", WK, M)
     Value = torch.einsum("hij,xyj->hxyi", WV, M)
-    s = torch.einsum("hxyk,habk->hxyab", Query, Key) / math.sqrt(K)
+    s = torch.einsum("hxyk,hXYk->hxyXY", Query, Key) / math.sqrt(K)
     alpha = torch.softmax(s.reshape(H, X, Y, X * Y), dim=-1).reshape(H, X, Y, X, Y)
-    V = torch.einsum("hxyab,habi->hxyi", alpha, Value)
+    V = torch.einsum("hxyXY,hXYi->hxyi", alpha, Value)
     return V.permute(1, 2, 0, 3).reshape(X, Y, -1)
     ### END SOLUTION
 
@@ -444,7 +444,7 @@ assert diff < 1e-12, f"spatial_self_attention and the flattened 1-D layer differ
 
 # The per-axis alternative: softmax over x' in each column y' separately, each column weighted 1/Y.
 Query, Key = (torch.einsum("hkj,xyj->hxyk", W, M) for W in (WQ, WK))
-s = torch.einsum("hxyk,habk->hxyab", Query, Key) / math.sqrt(K)
+s = torch.einsum("hxyk,hXYk->hxyXY", Query, Key) / math.sqrt(K)
 joint = torch.softmax(s.flatten(-2), dim=-1).unflatten(-1, (X, Y))  # over the X*Y key pixels together
 per_axis = torch.softmax(s, dim=3) / Y  # every column y' gets total weight 1/Y
 print(f"largest weight difference, joint vs per-axis softmax: {(joint - per_axis).abs().max().item():.3f}")

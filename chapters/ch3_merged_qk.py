@@ -141,7 +141,7 @@ def merge_query_key(WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
     """WQ[H, K, J], WK[H, K, J] -> W~Q[H, J, J], your equation of Problem 3.1."""
     ### BEGIN SOLUTION
     K = WQ.shape[1]
-    return torch.einsum("hka,hkb->hab", WQ, WK) / math.sqrt(K)
+    return torch.einsum("hkj,hkJ->hjJ", WQ, WK) / math.sqrt(K)
     ### END SOLUTION
 
 
@@ -172,8 +172,8 @@ expect_close(got, torch.tensor([[[0.0, 2.0], [0.0, 0.0]]], dtype=torch.float64),
 
 # The defining property: M[t1] W~Q[h] M[t2] is head h's score Query[h,t1] . Key[h,t2] / sqrt(K).
 M = torch.randn(4, J, generator=g, dtype=torch.float64)
-scores = torch.einsum("htk,huk->htu", torch.einsum("hkj,tj->htk", WQ, M), torch.einsum("hkj,tj->htk", WK, M))
-expect_close(torch.einsum("ta,hab,ub->htu", M, Wt, M), scores / math.sqrt(K),
+scores = torch.einsum("htk,hTk->htT", torch.einsum("hkj,tj->htk", WQ, M), torch.einsum("hkj,tj->htk", WK, M))
+expect_close(torch.einsum("tj,hjJ,TJ->htT", M, Wt, M), scores / math.sqrt(K),
              "M W~Q[h] M^T against the scores Query . Key / sqrt(K) (Chapter 1)",
              hint="Every head is merged on its own: nothing mixes two heads.")
 ### BEGIN HIDDEN TESTS
@@ -201,7 +201,7 @@ def attention_weights(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> to
     K = WQ.shape[1]
     Query = torch.einsum("hkj,tj->htk", WQ, M)
     Key = torch.einsum("hkj,tj->htk", WK, M)
-    s = torch.einsum("hak,hbk->hab", Query, Key) / math.sqrt(K)
+    s = torch.einsum("htk,hTk->htT", Query, Key) / math.sqrt(K)
     return torch.softmax(s, dim=-1)
     ### END SOLUTION
 
@@ -254,7 +254,7 @@ hidden_check("ch3.attention_weights", attention_weights)
 def merged_attention_weights(M: torch.Tensor, WQ_tilde: torch.Tensor) -> torch.Tensor:
     """M[T, J], W~Q[H, J, J] -> alpha[H, T, T] = softmax over t2 of M[t1] W~Q[h] M[t2]."""
     ### BEGIN SOLUTION
-    s = torch.einsum("aj,hjk,bk->hab", M, WQ_tilde, M)
+    s = torch.einsum("tj,hjJ,TJ->htT", M, WQ_tilde, M)
     return torch.softmax(s, dim=-1)
     ### END SOLUTION
 

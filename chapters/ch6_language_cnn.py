@@ -285,7 +285,7 @@ def conv_stride2(M: torch.Tensor, W: torch.Tensor, beta: torch.Tensor) -> torch.
     ### BEGIN SOLUTION
     D = W.shape[0]
     windows = M.unfold(1, D, 2)  # [B, T2, J, D]: windows[b, t, j, d] = M[b, 2t + d, j]
-    return torch.sigmoid(torch.einsum("btjd,djk->btk", windows, W) - beta)
+    return torch.sigmoid(torch.einsum("btjd,djJ->btJ", windows, W) - beta)
     ### END SOLUTION
 
 
@@ -342,7 +342,7 @@ hidden_check("ch6.conv_stride2", conv_stride2)
 # steps and puts the window offset last: `windows[b, t, j, d]` $= M[b, 2t + \Delta, j]$ with $\Delta$ = `d`, for the
 # $\lfloor (T - D)/2 \rfloor + 1$ windows that fit, which is exactly "valid positions only".
 # The sum over $\Delta$ and $j$ is then one contraction with the equation's letters,
-# `einsum("btjd,djk->btk", windows, W)` (`k` standing for $j'$), and the threshold is
+# `einsum("btjd,djJ->btJ", windows, W)` (`J` standing for $j'$: a primed index is written as its capital, see the notation page), and the threshold is
 # subtracted before $\sigma$. This is PyTorch's `conv1d` with `stride=2` and no padding, with
 # the layout changed: `conv1d` wants the input as $[B, J, T]$ and the filter as $[J', J, D]$,
 # and adds its bias rather than subtracting it. The cell below checks the two agree. The

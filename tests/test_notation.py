@@ -145,3 +145,46 @@ def test_seed_quotes_and_labels_are_not_the_books_letters() -> None:
     md = ("| book | meaning | seed 002 |\n|---|---|---|\n| $z[t, j]$ | state | $h[t, J]$ |\n\n"
           r"The seed writes $h[t-1, J]$. The book writes $W^Q[h, k, j]$ and $\mathbf{Q}_{\ell,h}$ and $\text{Query}$.")
     assert sorted(used([md])) == sorted({"z", "t", "j", "W", "h", "k", "\\ell"}), used([md])
+
+
+# The code's einsum letters follow the same table (front/notation.md, "Einsum letters"): an index is its own
+# letter, a primed index its capital (t' -> T, j' -> J, x' -> X, y' -> Y), Delta is d and ell is l.
+EINSUM = re.compile(r"einsum\(\s*\"([^\"]*)\"")
+EINSUM_FOR = {r"\Delta": "d", r"\ell": "l"}
+SOLUTIONS = ROOT / "solutions"
+
+
+def einsum_letters(declared_letters: dict[str, str]) -> set[str]:
+    """The letters an einsum spec of a chapter may use: its declared indices, their primes (capitals), d, l."""
+    indices = {letter for letter in declared_letters if len(letter) == 1 and letter.islower()}
+    return indices | {i.upper() for i in indices} | {c for g, c in EINSUM_FOR.items() if g in declared_letters}
+
+
+def einsum_problems(source: str, allowed: set[str], where: str) -> list[str]:
+    out = []
+    for spec in EINSUM.findall(source):
+        wrong = sorted({c for c in spec if c.isalpha()} - allowed)
+        if wrong:
+            out.append(f"{where}: einsum \"{spec}\" uses {', '.join(wrong)}, not the letters of the chapter's indices "
+                       "(a primed index is its capital: t' -> T)")
+    return out
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
+def test_einsum_specs_use_the_books_letters(chapter: Chapter) -> None:
+    allowed = einsum_letters(declared(markdown_of(chapter)))
+    sources = [(chapter.path.name, chapter.path.read_text())]
+    for folder in (SOLUTIONS, SOLUTIONS / "mistakes"):
+        path = folder / f"{chapter.assignment}.py"
+        if path.exists():
+            sources.append((str(path.relative_to(ROOT)), path.read_text()))
+    found = [p for where, text in sources for p in einsum_problems(text, allowed, where)]
+    assert any(EINSUM.search(text) for _, text in sources), "no einsum found: the pattern no longer matches"
+    assert not found, "\n".join(found)
+
+
+def test_a_planted_einsum_letter_fails() -> None:
+    allowed = einsum_letters({"t": "length", "j": "width", "h": "heads", "k": "keysize"})
+    assert einsum_problems('torch.einsum("htk,hTk->htT", Q, K)', allowed, "ok") == []
+    found = einsum_problems('torch.einsum("htk,huk->htu", Q, K)', allowed, "planted")
+    assert found and "uses u" in found[0], found
