@@ -1,0 +1,10 @@
+"""attnlab: the student's kit for the attention problem-set book.
+
+Ships to students and contains no solution: the parallel-time profiler, the symbolic
+answer checker, the index-equation answer language (`attnlab.equations`: read, check the
+form of, and evaluate a derivation's equations), synthetic data sets, plotting helpers,
+visible-test helpers, and the student-side half of the hidden tests (`attnlab.grading`).
+"""
+from __future__ import annotations
+
+__all__ = ["equations", "grading", "testing"]
