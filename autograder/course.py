@@ -286,13 +286,17 @@ class Course:
         """`fn(*args, **kwargs)` in a forked process under this course's `StepLimits`; its result, or its exception
         raised here; CourseError naming `step` if it ran out of memory or time."""
         import multiprocessing
+        import threading
 
         from autograder.engine import membound
 
         limit = self.limits.memory_mb << 20
         bound = membound.memory_bound(limit, step)
         receive, send = multiprocessing.Pipe(duplex=False)
-        child = multiprocessing.get_context("fork").Process(target=_bounded_child, name=f"autograder-{step}",
+        # fork (no start-up cost) from a process with one thread; a process with threads (the engine's, after a
+        # grading) forks a clean server first, so no lock another thread held is copied into the step
+        how = "fork" if threading.active_count() == 1 else "forkserver"
+        child = multiprocessing.get_context(how).Process(target=_bounded_child, name=f"autograder-{step}",
                                                             args=(send, bound, limit, fn, args, kwargs), daemon=True)
         try:
             child.start()

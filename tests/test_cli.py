@@ -678,3 +678,18 @@ def test_a_step_that_reads_student_data_runs_bounded(tmp_path) -> None:
     slow = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=1))
     with pytest.raises(course.CourseError, match="feedback ran longer than its limit of 1 s"):
         slow.bounded("feedback", __import__("time").sleep, 30)
+
+
+def test_a_bounded_step_from_a_process_with_threads_starts_clean(tmp_path) -> None:
+    """With another thread alive (the engine's, after a grading), the step runs in a process started clean (a fork
+    could copy a lock that thread holds) and still comes back."""
+    import threading
+
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait, daemon=True)
+    helper.start()
+    try:
+        assert course.Course(tmp_path).bounded("feedback", _allocate, 1 << 20) == 1 << 20
+    finally:
+        stop.set()
+        helper.join()
