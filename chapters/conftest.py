@@ -1,8 +1,9 @@
 """nbval on the chapters' text sources: pytest with --nbval-lax makes each `chapters/chN_name.py`
 into a notebook (`coursenb.chapters`, under _build/notebooks/) and hands that to nbval.
-`--nbval-skip-demos` (scripts/test.sh --fast) runs each chapter as the grader does: the long
-demonstrations skipped (attnlab.grading.is_grading() is true in the kernel) and the slow visible checks too
-(attnlab.grading.runs_slow_check), the hidden checks judged locally."""
+Each chapter runs as the grader runs it: the long demonstrations skipped (attnlab.grading.is_grading() is true in
+the kernel) and the slow visible checks too (attnlab.grading.runs_slow_check), the hidden checks judged locally.
+The book's execution (publish) runs the demonstrations and the slow visible checks and fails on any error, so
+between the two both branches of every chapter run; `--nbval-demos` runs them here too."""
 from __future__ import annotations
 
 import contextlib
@@ -21,8 +22,9 @@ AS_GRADED = {"NBGRADER_EXECUTION": "validate", QUICK_ENV: "1"}  # what `attnlab.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--nbval-skip-demos", action="store_true",
-                     help="run the chapters with their long demonstrations skipped, as the grader does")
+    parser.addoption("--nbval-demos", action="store_true",
+                     help="run the chapters' long demonstrations and slow visible checks too (by default they are "
+                          "skipped, as the grader skips them)")
 
 
 @contextlib.contextmanager
@@ -38,10 +40,10 @@ def _environment(changes: dict[str, str]) -> Iterator[None]:
 
 
 class ChapterNotebook(IPyNbFile):
-    """nbval's notebook, whose kernel skips the long demonstrations under --nbval-skip-demos."""
+    """nbval's notebook, whose kernel skips the long demonstrations and slow visible checks unless --nbval-demos."""
 
     def setup(self) -> None:
-        with _environment(AS_GRADED if self.config.getoption("nbval_skip_demos") else {}):
+        with _environment({} if self.config.getoption("nbval_demos") else AS_GRADED):
             super().setup()
 
 

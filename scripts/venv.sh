@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create (first use) or refresh (pyproject.toml changed) the project's virtual environment.
+# Create (first use) or refresh (what pyproject.toml installs changed) the project's virtual environment.
 # Usage: source scripts/venv.sh   -> sets VENV and PY, puts .venv/bin first on PATH; returns non-zero if the set-up
 # failed. Sourcing leaves the caller's shell options as they were (no `set -e` here: an interactive shell that
 # sources this keeps running after a failing command), and defines nothing but VENV, PY and PATH.
@@ -8,10 +8,20 @@ _attnlab_venv() {
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" || return 1
     VENV="${ATTNLAB_VENV:-$root/.venv}"
     python="${PYTHON:-python3}"
-    cat "$root/pyproject.toml" "$root/attnlab/pyproject.toml" >/dev/null || return 1
-    stamp="$VENV/.installed-$(cat "$root/pyproject.toml" "$root/attnlab/pyproject.toml" | sha256sum | cut -c1-16)"
+    # What is installed depends on the two pyproject.toml files less their test and lint settings.
+    stamp="$("$python" -c 'import hashlib, json, sys, tomllib
+digest = hashlib.sha256()
+for path in sys.argv[1:]:
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    for tool in ("pytest", "ruff"):
+        data.get("tool", {}).pop(tool, None)
+    digest.update(json.dumps(data, sort_keys=True).encode())
+print(digest.hexdigest()[:16])' "$root/pyproject.toml" "$root/attnlab/pyproject.toml")" \
+        || { echo "scripts/venv.sh: \`$python\` cannot read pyproject.toml (Python 3.11 or later is needed)" >&2; return 1; }
+    stamp="$VENV/.installed-$stamp"
     if [ ! -f "$stamp" ]; then
-        echo "== setting up $VENV (first use or pyproject.toml changed)" >&2
+        echo "== setting up $VENV (first use, or what pyproject.toml installs changed)" >&2
         if [ ! -x "$VENV/bin/python" ]; then
             "$python" -m venv "$VENV" || { echo "scripts/venv.sh: \`$python -m venv $VENV\` failed" >&2; return 1; }
         fi

@@ -47,6 +47,31 @@ def autograde_stock(course_dir: Path, chapter: Chapter, student: str) -> dict[st
     return scores(course_dir, chapter, student)
 
 
+def _autograde_part(course_dir: Path, assignment: str, students: list[str]) -> dict[str, dict[str, float | None]]:
+    """Stock `nbgrader autograde` of `students`, one after another, in this process."""
+    from coursenb.chapters import select
+
+    chapter = select([assignment])[0]
+    return {student: autograde_stock(course_dir, chapter, student) for student in students}
+
+
+def autograde_stock_many(course_dir: Path, chapter: Chapter, students: list[str],
+                         workers: int = 2) -> dict[str, dict[str, float | None]]:
+    """Stock `nbgrader autograde` of `students` -> {student: {grade_id: score}}, in `workers` processes at once,
+    each grading its share in its own copy of the course (one gradebook each: nbgrader's SQLite gradebook is
+    not written by two graders at once). `course_dir` itself is left as it was."""
+    import concurrent.futures
+    import multiprocessing
+
+    parts = [students[k::workers] for k in range(workers) if students[k::workers]]
+    copies = [course_copy(course_dir, course_dir.parent / f"{course_dir.name}.stock{k}") for k in range(len(parts))]
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's threads
+    with concurrent.futures.ProcessPoolExecutor(len(parts), mp_context=context) as pool:
+        done = [pool.submit(_autograde_part, copy, chapter.assignment, part) for copy, part in zip(copies, parts)]
+        out = {student: s for future in done for student, s in future.result().items()}
+    return {student: out[student] for student in students}
+
+
 def scores(course_dir: Path, chapter: Chapter, student: str) -> dict[str, float | None]:
     """{grade_id: score} from the gradebook (None: needs a manual grade)."""
     from nbgrader.api import Gradebook

@@ -198,6 +198,7 @@ def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.sandbox
 @pytest.mark.filterwarnings("ignore:Object of type")
 def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
     """Graded by the engine, the prying head finds nothing and earns every point: what reaches the

@@ -615,6 +615,7 @@ def engine_ready() -> bool:
     return True
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -> None:
     course_dir = fresh(released, tmp_path)

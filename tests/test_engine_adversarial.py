@@ -23,7 +23,7 @@ from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 from tests.adversarial import attacks_for, build
 
-pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 ATTACKS = attacks_for("ch1")
 LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, memory_mb=1024, procs=64, disk_mb=64,

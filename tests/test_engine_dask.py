@@ -8,7 +8,7 @@ from coursenb.chapters import select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 
-pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow, pytest.mark.sandbox]
 distributed = pytest.importorskip("dask.distributed")
 CHAPTER = select(["ch1"])[0]
 

@@ -10,24 +10,24 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.engine import grade
 from coursenb.chapters import select
 from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
-from tests.conftest import StockRun
+from tests.conftest import EveryChapter, StockRun
 
-pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 
 
 @pytest.fixture(scope="module")
-def graded(stock_chapter1: StockRun, tmp_path_factory) -> dict:
-    """The course that stock nbgrader graded (tests/conftest.py), copied once more for the engine."""
-    engine_dir = nbs.course_copy(stock_chapter1.base, tmp_path_factory.mktemp("equivalence") / "engine")
-    summary = grade(engine_dir, workers=2, progress=False)
-    engine = {s: nbs.scores(engine_dir, CHAPTER, s) for s in stock_chapter1.scores}
-    return {"engine": engine, "stock": stock_chapter1.scores, "summary": summary,
-            "dirs": {"engine": engine_dir, "stock": stock_chapter1.dir}, "points": stock_chapter1.points}
+def graded(stock_chapter1: StockRun, every_chapter_graded: EveryChapter) -> dict:
+    """Stock nbgrader's run (tests/conftest.py) and the engine's run of the same Chapter 1 submissions (the
+    Chapter 1 part of every chapter's invariants, tests/test_invariants.py)."""
+    if CHAPTER.assignment not in every_chapter_graded.scores:
+        pytest.skip("ATTNLAB_CHAPTERS leaves Chapter 1 out of the engine's run")
+    engine = {s: every_chapter_graded.scores[CHAPTER.assignment][s] for s in stock_chapter1.scores}
+    return {"engine": engine, "stock": stock_chapter1.scores, "dirs": {"engine": every_chapter_graded.course},
+            "points": stock_chapter1.points}
 
 
 def test_every_cell_equals_stock_nbgrader(graded) -> None:
@@ -38,9 +38,9 @@ def test_every_cell_equals_stock_nbgrader(graded) -> None:
     assert set(graded["engine"]["release"].values()) == {0.0}
 
 
-def test_feedback_generates_from_the_autograded_notebooks(graded) -> None:
+def test_feedback_generates_from_the_autograded_notebooks(graded, tmp_path) -> None:
     """nbgrader's generate_feedback accepts what the engine wrote, and shows no hidden test."""
-    course_dir = graded["dirs"]["engine"]
+    course_dir = nbs.course_copy(graded["dirs"]["engine"], tmp_path / "course")  # the graded run is shared
     api = course.nbgrader_api(course_dir)
     hidden = _hidden_only()
     for student in ("source", hidden):

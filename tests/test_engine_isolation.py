@@ -27,7 +27,7 @@ from coursenb.chapters import select
 from tests import nbgrader_support as nbs
 from tests.adversarial.scan import PLACES, SCANNER
 
-pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 
 FIRST = SCANNER + r'''

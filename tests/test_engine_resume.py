@@ -18,7 +18,7 @@ from coursenb.chapters import select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 
-pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow]
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 STUDENTS = 8
 

@@ -245,6 +245,7 @@ def test_a_gpus_driver_outside_usr_is_bound_and_on_the_loaders_path(tmp_path: Pa
     assert sandbox.cuda_library_dirs() == [] and "LD_LIBRARY_PATH" not in sandbox.Plan(mode="root", uid=1).zygote_env()
 
 
+@pytest.mark.sandbox
 def test_a_plan_holds_a_minimal_environment() -> None:
     plan = sandbox.Plan(mode="root", uid=1_500_000_000, layout=sandbox.layout(), threads=2)
     cmd = plan.zygote_command(3, 4, 5, 6)

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, example_class, gradinglog
+from autograder import cli, gradinglog
 from coursenb import cells
 from coursenb.chapters import select
+from tests import nbgrader_support as nbs
+from tests.conftest import ExampleClass
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.sandbox]
 NB = "ch1_parallel_time"
 # What Chapter 1's cells are worth today (a chapter may gain a question) and the prose question the example adds.
 POINTS = {cells.grade_id(c): cells.points(c) for c in select(["ch1"])[0].read().cells if cells.is_graded(c)}
@@ -36,26 +38,11 @@ def run(capsys, *argv) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def graded(example_class: ExampleClass, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """Chapter 1 released with a due date, a late policy and the prose question; the example class collected and
-    graded. niklaus's truncated notebook is graded on its own (test_engine_records_a_bad_file_beside_a_manual_cell)."""
-    root = tmp_path_factory.mktemp("example")
-    course_dir, zip_path = root / "course", root / "class.zip"
-    outs = {}
-    assert cli.main(["release", "--chapters", "ch1", "--course", str(course_dir)]) == 0
-    assert cli.main(["deadlines", "--due", "2025-01-31 23:00", "--late", "per-day", "--per-day", "10%", "--cap", "50%",
-                     "--grace", "15", "--course", str(course_dir)]) == 0
-    assert cli.main(["example-class", "--chapters", "ch1", "--add-prose-question", "--zip", str(zip_path),
-                     "--course", str(course_dir)]) == 0
-    assert cli.main(["collect", str(zip_path), "--course", str(course_dir)]) == 0
-    shutil.rmtree(course_dir / "submitted" / "niklaus")
-    assert cli.main(["grade", "--quiet", "--workers", "2", "--course", str(course_dir)]) == 0
-    assert cli.main(["manual", "export", "--course", str(course_dir)]) == 0
-    filled = root / "filled.csv"
-    example_class.grade_prose(course_dir / "manual" / "manual_grades.csv", filled)
-    assert cli.main(["manual", "import", str(filled), "--course", str(course_dir)]) == 0
-    assert cli.main(["feedback", "--course", str(course_dir)]) == 0
-    return course_dir, outs
+    graded (tests/conftest.py: graded once per run), copied here, since these tests grade and write in it.
+    niklaus's truncated notebook is graded on its own (test_engine_records_a_bad_file_beside_a_manual_cell)."""
+    return nbs.course_copy(example_class.course, tmp_path_factory.mktemp("example") / "course"), {}
 
 
 def test_the_gradebook_shows_late_work_manual_grades_and_files_not_placed(capsys, graded) -> None:

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder import collect, course, example_class, grades
+from autograder import collect, course, grades
+from autograder import example_class as classes
 from coursenb.chapters import select
 from tests import nbgrader_support as nbs
+from tests.conftest import ExampleClass
 
-pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
+pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.sandbox]
 # Stock nbgrader pays ~5 s per notebook: CI checks Chapter 1's example class;
 # ATTNLAB_EQUIVALENCE=all checks every chapter (about 8 minutes on 2 idle cores).
 EQUIVALENCE_CHAPTERS = ([c.assignment for c in select()] if os.environ.get("ATTNLAB_EQUIVALENCE") == "all"
@@ -34,29 +36,38 @@ def engine_ready() -> bool:
     return True
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
-@pytest.mark.parametrize("assignment", EQUIVALENCE_CHAPTERS)
-def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, tmp_path: Path) -> None:
+def _collected_and_graded(assignment: str, shared: ExampleClass, tmp_path: Path) -> tuple[Path, Path]:
+    """The example class of `assignment` as collected and as graded by the engine through the Course API (Chapter
+    1's is graded once per run and shared, tests/conftest.py)."""
+    if assignment == "ch1":
+        return shared.collected, shared.course
     chapter = select([assignment])[0]
     base = tmp_path / "base"
     course.Course(base).release([assignment])
-    zip_path = example_class.write_zip(example_class.build([chapter], base / "release"), tmp_path / "class.zip")
+    zip_path = classes.write_zip(classes.build([chapter], base / "release"), tmp_path / "class.zip")
     course.Course(base).collect([zip_path])
-    ours, stock = nbs.course_copy(base, tmp_path / "ours"), nbs.course_copy(base, tmp_path / "stock")
-
+    ours = nbs.course_copy(base, tmp_path / "ours")
     assert course.Course(ours).grade(workers=2, progress=False).failed == 0
+    return base, ours
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
+@pytest.mark.parametrize("assignment", EQUIVALENCE_CHAPTERS)
+def test_engine_matches_stock_nbgrader_cell_by_cell(assignment: str, example_class: ExampleClass,
+                                                    tmp_path: Path) -> None:
+    chapter = select([assignment])[0]
+    base, ours = _collected_and_graded(assignment, example_class, tmp_path)
+    stock = nbs.course_copy(base, tmp_path / "stock")
     submitted = {p.student: base / "submitted" / p.student / assignment / f"{chapter.notebook}.ipynb"
-                 for p in example_class.PROFILES if p.honest}
+                 for p in classes.PROFILES if p.honest}
     honest = sorted(s for s, path in submitted.items()  # stock nbgrader cannot open an unreadable file
                     if path.exists() and collect.check_notebook(path.read_bytes()) is None)
-    api = course.nbgrader_api(stock, stock_autograde=True)
-    for student in honest:
-        result = api.autograde(assignment, student, force=True, create=True)
-        assert result["success"], f"stock nbgrader failed on {student}: {result['log'][-2000:]}"
+    auto = nbs.autograded_points(nbs.source_nb(chapter, base))  # a prose answer is the instructor's, not a grader's
 
     ours_scores = {(c.student, c.grade_id): c.score for c in grades.load(ours).cells}
-    stock_scores = {(c.student, c.grade_id): c.score for c in grades.load(stock).cells if c.student in honest}
+    stock_scores = {(student, g): v for student, cells in nbs.autograde_stock_many(stock, chapter, honest).items()
+                    for g, v in cells.items() if g in auto}
     assert stock_scores, "stock nbgrader graded nothing"
     differ = {k: (ours_scores.get(k), v) for k, v in stock_scores.items() if ours_scores.get(k) != v}
     assert not differ, f"(student, cell): (ours, stock) {differ}"

@@ -9,40 +9,23 @@ ATTNLAB_CHAPTERS="ch1 ch3" grades those chapters only (a change to one chapter's
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from autograder.engine import grade
-from coursenb.chapters import select
-from solutions.mistakes import apply, wrong_for
-from tests import nbgrader_support as nbs
+from solutions.mistakes import wrong_for
+from tests.conftest import EveryChapter, invariant_chapters
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type")]
-CHAPTERS = select(os.environ.get("ATTNLAB_CHAPTERS", "").split() or None)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.sandbox]
+CHAPTERS = invariant_chapters()
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict:
-    """All chapters released in one course; source, release and each Wrong submitted; one grading run."""
-    names = [c.assignment for c in CHAPTERS]
-    course_dir = nbs.make_course(tmp_path_factory.mktemp("invariants"), names)
-    expected: dict[tuple[str, str], dict[str, float]] = {}
-    for chapter in CHAPTERS:
-        src = nbs.source_nb(chapter, course_dir)
-        points = nbs.autograded_points(src)
-        subs = {"source": (src, points), "release": (nbs.release_nb(chapter, course_dir), dict.fromkeys(points, 0.0))}
-        for k, wrong in enumerate(wrong_for(chapter.assignment)):
-            subs[f"wrong{k}"] = (apply(src, wrong), {g: (0.0 if g in wrong.loses else p) for g, p in points.items()})
-        for student, (nb, scores) in subs.items():
-            nbs.submit(course_dir, chapter, student, nb)
-            expected[(chapter.assignment, student)] = scores
-    summary = grade(course_dir, workers=2, progress=False)
-    actual = {(ch.assignment, s): {g: v for g, v in nbs.scores(course_dir, ch, s).items() if g in expected[(a, s)]}
-              for ch in CHAPTERS for (a, s) in expected if a == ch.assignment}
-    manual = {ch.assignment: (nbs.manual_cells(nbs.source_nb(ch, course_dir)),
-                              nbs.needs_manual_grade(course_dir, ch, "source")) for ch in CHAPTERS}
-    return {"expected": expected, "actual": actual, "summary": summary, "manual": manual}
+def graded(every_chapter_graded: EveryChapter) -> dict:
+    """All chapters released in one course; source, release and each Wrong submitted; one grading run
+    (tests/conftest.py, shared with test_engine_equivalence.py)."""
+    run = every_chapter_graded
+    expected = {(a, s): want for a, students in run.expected.items() for s, want in students.items()}
+    actual = {(a, s): {g: v for g, v in run.scores[a][s].items() if g in want} for (a, s), want in expected.items()}
+    return {"expected": expected, "actual": actual, "summary": run, "manual": run.manual}
 
 
 def test_the_batch_graded_everything(graded) -> None:

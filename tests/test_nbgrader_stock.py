@@ -30,7 +30,7 @@ def graded(stock_chapter1: StockRun) -> tuple[Chapter, Path, dict]:
     """Chapter 1 released; source, release and every wrong variant submitted and autograded by stock nbgrader
     (tests/conftest.py: one run shared with test_engine_equivalence.py)."""
     run = stock_chapter1
-    return run.chapter, run.dir, {"points": run.points, "scores": run.scores}
+    return run.chapter, run.base, {"points": run.points, "scores": run.scores}
 
 
 @pytest.mark.slow
