@@ -184,6 +184,8 @@ def main() -> None:
     ap.add_argument("--first-draw", type=int, default=0)
     ap.add_argument("--heads", default="reference,linear_bias,mlp,wrong")
     ap.add_argument("--processes", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="stop after this much wall time and report the draws finished (draw-major order: every head alike)")
     args = ap.parse_args()
     import solutions
 
@@ -198,8 +200,13 @@ def main() -> None:
     if args.processes > 1:
         import multiprocessing
 
+        results = []
         with multiprocessing.get_context("fork").Pool(args.processes) as pool:
-            results = list(pool.imap_unordered(one_draw, jobs))
+            for result in pool.imap_unordered(one_draw, jobs):
+                results.append(result)
+                if args.seconds is not None and time.perf_counter() - start > args.seconds:
+                    pool.terminate()
+                    break
     else:
         results = [one_draw(job) for job in jobs]
     print(f"wall {time.perf_counter() - start:.0f} s, "
