@@ -220,7 +220,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   returns $\ln(1/\lvert\mathcal V\rvert)$ whatever it is given has every other property).
 # * **The head trained**, `test_blank_lm`: trained with the chapter's bidirectional GRU ($J = 64$,
 #   $U = 32$) for 150 steps of 128 sentences, by `fit_blank_lm` below, it must predict
-#   held-out blanks within **0.15 nats** <!-- given --> of the Bayes optimum. The grader draws its own
+#   held-out blanks within **0.20 nats** <!-- given --> of the Bayes optimum. The grader draws its own
 #   training and held-out sentences from the grammar, renames the words by a secret
 #   permutation of their ids, hides each held-out blank behind `<mask>` (the model never
 #   sees the word it predicts), and computes your model's cross-entropy and the optimum on
@@ -484,14 +484,14 @@ if runs_slow_check("it trains your model as the grader does, about 20 s on 2 CPU
                  hint="The model must not read the word it predicts: use the states before and after the blank.")
     cross, optimum = held_out_gap(log_p[:400], queries, q_t)
     print(f"held-out blank cross-entropy {cross:.3f} nats, Bayes optimum {optimum:.3f}: {cross - optimum:.3f} above it "
-          f"(the grader allows 0.15); trained in {time.perf_counter() - start:.0f} s")
-    if cross - optimum > 0.15:
-        raise Explained(f"your trained model is {cross - optimum:.3f} nats above the optimum; the grader allows 0.15. "
+          f"(the grader allows 0.20); trained in {time.perf_counter() - start:.0f} s")
+    if cross - optimum > 0.20:
+        raise Explained(f"your trained model is {cross - optimum:.3f} nats above the optimum; the grader allows 0.20. "
                         "Does your head use both states and the word vectors? Are its parameters scaled so training "
                         "can start (not zero, not huge)?")
-    if cross - optimum > 0.10:
+    if cross - optimum > 0.15:
         print("Passed, but near the bound: the grader trains on sentences of its own with another seed, and the gap of "
-              "a head this close to 0.15 can move by a few hundredths from one draw to the next, above 0.15 too. "
+              "a head this close to 0.20 can move by a few hundredths from one draw to the next, above 0.20 too. "
               "A head that trains well sits clearly below it; run this cell's training with seed=1 and seed=2 in a cell of your own to see how yours varies.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -598,7 +598,7 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
         ax.plot(c["step"], c["train"], "--", color=color, label=f"{name}, training batches")
         ax.plot(c["step"], c["held_out"], "o-", color=color, label=f"{name}, held-out")
     ax.axhline(OPTIMUM, color="k", lw=1, label=f"Bayes optimum {OPTIMUM:.3f}")
-    ax.axhline(OPTIMUM + 0.15, color="k", lw=1, ls=":", label="optimum + 0.15 nats (the grader's bound)")
+    ax.axhline(OPTIMUM + 0.20, color="k", lw=1, ls=":", label="optimum + 0.20 nats (the grader's bound)")
     ax.set_ylim(OPTIMUM - 0.1, OPTIMUM + 0.9)
     ax.set_xlabel("training step (batches of 128 sentences)")
     ax.set_ylabel("blank cross-entropy (nats)")
