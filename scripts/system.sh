@@ -3,6 +3,7 @@
 # by scripts/main.sh (LANE main) and scripts/test.sh (LANE fast or test). Each package is checked by what the
 # code uses, where it looks for it:
 #   bubblewrap       bwrap on /usr/bin:/bin, the fixed PATH the grading workers search (autograder/engine)
+#   libseccomp2      libseccomp.so.2 where the dynamic loader finds it: the sandbox's seccomp filter (pyseccomp)
 #   python3-venv     `python3 -m venv` with ensurepip (Debian ships it apart), while .venv does not exist yet
 #   chromium         $CHROMIUM (default /usr/bin/chromium), the browser test of the book (test lane only)
 #   chromium-driver  $CHROMEDRIVER (default /usr/bin/chromedriver), the same test's driver
@@ -15,6 +16,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 missing() {  # the packages LANE needs that are not usable now
     [ -x /usr/bin/bwrap ] || [ -x /bin/bwrap ] || echo bubblewrap
+    /sbin/ldconfig -p 2>/dev/null | grep -q "libseccomp\.so\.2 " || echo libseccomp2
     if [ ! -x "${ATTNLAB_VENV:-$root/.venv}/bin/python" ] && ! "${PYTHON:-python3}" -c "import ensurepip, venv" 2>/dev/null
     then echo python3-venv
     fi

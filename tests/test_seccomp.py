@@ -46,13 +46,14 @@ if pid == 0:
 out["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 print(out)
 """
-GETPPID = {"x86_64": 110, "aarch64": 173}
+NAMES = ("unshare", "clone", "clone3", "memfd_create", "keyctl", "add_key", "request_key", "getppid")
 
 
-@pytest.mark.skipif(platform.machine() not in seccomp.SYSCALLS, reason="the filter is built for x86_64 and aarch64")
 def test_the_filter_refuses_new_user_namespaces_keyrings_memfd_and_other_abis() -> None:
+    import pyseccomp
+
     machine = platform.machine()
-    numbers = {**seccomp.SYSCALLS[machine], "getppid": GETPPID[machine]}
+    numbers = {name: pyseccomp.resolve_syscall(pyseccomp.system_arch(), name) for name in NAMES}
     probe = PROBE.format(NR=numbers, X32=machine == "x86_64")
     run = subprocess.run([sys.executable, "-c", probe], input=seccomp.program(), capture_output=True, timeout=120)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
@@ -64,7 +65,16 @@ def test_the_filter_refuses_new_user_namespaces_keyrings_memfd_and_other_abis() 
         refused["x32 getpid"] = errno.EPERM
     assert {k: out[k] for k in refused} == refused
     assert out["getppid"] == 0 and out["fork"] == 7  # what the filter does not name runs
+    assert seccomp.available()
 
 
-def test_an_unknown_architecture_gets_no_filter() -> None:
-    assert seccomp.program("mips") is None
+def test_without_libseccomp_the_sandbox_does_not_start_unfiltered(monkeypatch) -> None:
+    """No library, no filter: program() raises with what to install (the worker reports it and grades nothing)."""
+    seccomp._build.cache_clear()
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # `import pyseccomp` raises ImportError
+    try:
+        assert not seccomp.available()
+        with pytest.raises(OSError, match="apt-get install libseccomp2"):
+            seccomp.program()
+    finally:
+        seccomp._build.cache_clear()

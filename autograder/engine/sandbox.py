@@ -276,7 +276,7 @@ class Plan:
                             "user can read and use the network",
                     "files": "NOT isolated", "network": "host network", "user": f"uid {self.uid} (the grader's own)",
                     "cgroup": self.cgroup_why}
-        blocked = seccomp.program() is not None
+        blocked = seccomp.available()
         return {
             "mode": f"{self.mode}: bubblewrap, a zygote that only forks, one set of namespaces per notebook",
             "files": self.layout.describe() + (f"; hidden inside: {', '.join(self.layout.masks)}"

@@ -1,4 +1,5 @@
-"""The sandbox's seccomp filter (a classic BPF program, loaded by bubblewrap's --seccomp).
+"""The sandbox's seccomp filter, built by libseccomp (`pyseccomp`: ctypes over Debian's libseccomp2, which
+scripts/system.sh checks for) and loaded by bubblewrap's --seccomp.
 
 It refuses, for the zygote and everything forked from it:
 
@@ -10,53 +11,57 @@ It refuses, for the zygote and everything forked from it:
 * `memfd_create` (ENOSYS, as on an old kernel): anonymous files that no rlimit counts in sum
   (each is capped by RLIMIT_FSIZE, but a process may hold hundreds); nothing in the notebooks'
   stack needs them, and without a cgroup nothing else would bound them;
-* system calls of another ABI than the native one (x32, i386), which would bypass the above.
+* system calls of another ABI than the native one (x32, i386), which would bypass the above:
+  libseccomp's action for a foreign architecture, EPERM here.
 
-Supported on x86_64 and aarch64; elsewhere `program()` returns None and the isolation report
-says that nested user namespaces and keyrings are not blocked.
+libseccomp knows each architecture's system call numbers. Where it cannot be loaded, `program()` raises OSError
+(the grader then refuses to start, saying why) rather than grading without the filter.
 """
 from __future__ import annotations
 
 import errno
-import platform
-import struct
+import functools
+import tempfile
 
-AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-SYSCALLS = {
-    "x86_64": {"clone": 56, "unshare": 272, "clone3": 435, "keyctl": 250, "add_key": 248, "request_key": 249,
-               "memfd_create": 319},
-    "aarch64": {"clone": 220, "unshare": 97, "clone3": 435, "keyctl": 219, "add_key": 217, "request_key": 218,
-                "memfd_create": 279},
-}
 CLONE_NEWUSER = 0x10000000
-X32_SYSCALL_BIT = 0x40000000
-
-# classic BPF opcodes
-LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
-RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
-NR, ARCH, ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg0: its low 32 bits, little endian)
-
-
-def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-    return struct.pack("<HBBI", code, jt, jf, k)
+REFUSED = {  # system call: the errno it answers
+    "clone3": errno.ENOSYS, "memfd_create": errno.ENOSYS,
+    "keyctl": errno.EPERM, "add_key": errno.EPERM, "request_key": errno.EPERM,
+}
+NO_NEW_USER_NAMESPACE = ("unshare", "clone")  # refused (EPERM) when their first argument has CLONE_NEWUSER
 
 
-def program(machine: str | None = None) -> bytes | None:
-    """The filter as raw `struct sock_filter` instructions, or None on an unsupported architecture."""
-    machine = machine or platform.machine()
-    if machine not in SYSCALLS:
-        return None
-    nr = SYSCALLS[machine]
-    deny, nosys = RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS
-    p = [_ins(LD_W_ABS, ARCH), _ins(JEQ_K, AUDIT_ARCH[machine], 1, 0), _ins(RET_K, deny), _ins(LD_W_ABS, NR)]
-    if machine == "x86_64":
-        p += [_ins(JGE_K, X32_SYSCALL_BIT, 0, 1), _ins(RET_K, deny)]
-    for name in ("clone3", "memfd_create"):
-        p += [_ins(JEQ_K, nr[name], 0, 1), _ins(RET_K, nosys)]
-    for name in ("keyctl", "add_key", "request_key"):
-        p += [_ins(JEQ_K, nr[name], 0, 1), _ins(RET_K, deny)]
-    # unshare(flags) and clone(flags, ...): refuse CLONE_NEWUSER in the first argument
-    p += [_ins(JEQ_K, nr["unshare"], 1, 0), _ins(JEQ_K, nr["clone"], 0, 3),
-          _ins(LD_W_ABS, ARG0), _ins(JSET_K, CLONE_NEWUSER, 0, 1), _ins(RET_K, deny)]
-    p += [_ins(RET_K, RET_ALLOW)]
-    return b"".join(p)
+@functools.cache
+def _build() -> bytes | str:
+    """The program, or why libseccomp could not build it."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError, RuntimeError) as exc:  # the package, or libseccomp.so.2, is missing
+        return (f"libseccomp cannot be loaded ({exc}): `source scripts/venv.sh` installs pyseccomp (pyproject.toml), "
+                "`apt-get install libseccomp2` the library")
+    try:
+        rules = sc.SyscallFilter(sc.ALLOW)
+        rules.set_attr(sc.Attr.ACT_BADARCH, sc.ERRNO(errno.EPERM))
+        for name, code in REFUSED.items():
+            rules.add_rule(sc.ERRNO(code), name)
+        for name in NO_NEW_USER_NAMESPACE:
+            rules.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
+        with tempfile.TemporaryFile() as out:
+            rules.export_bpf(out)
+            out.seek(0)
+            return out.read()
+    except OSError as exc:
+        return f"libseccomp cannot build the filter here ({exc})"
+
+
+def program() -> bytes:
+    """The filter as raw `struct sock_filter` instructions for this machine; OSError saying why if there is none."""
+    built = _build()
+    if isinstance(built, str):
+        raise OSError(f"the sandbox's seccomp filter: {built}")
+    return built
+
+
+def available() -> bool:
+    """Whether `program()` builds here (the isolation report's words)."""
+    return isinstance(_build(), bytes)
