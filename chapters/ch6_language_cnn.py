@@ -514,6 +514,8 @@ hidden_check("ch6.receptive_field", receptive_field)
 def layers_needed(T: int, D: int) -> int:
     """The fewest stride-2 layers of width D >= 2 after which one output sees all T words."""
     ### BEGIN SOLUTION
+    if D < 2:
+        raise ValueError(f"with D = {D} a layer's output sees one word: no depth sees a longer sentence")
     layers = 0
     while receptive_field(layers, D) < T:
         layers += 1
