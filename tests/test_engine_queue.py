@@ -57,3 +57,15 @@ def test_long_notebooks_go_early_so_no_worker_idles_at_the_end() -> None:
     costly_first = _makespan(CostlyFirst(subs), cost, 2)
     assert costly_first < given
     assert costly_first - floor < 0.5 < given - floor, (floor, given, costly_first)
+
+
+def test_a_failed_warm_up_is_said_never_silent() -> None:
+    """A zygote whose warm-up import failed part-way breaks its notebooks (torch 2.11 on a GPU host: every later
+    `import torch._dynamo` raised), so the failure reaches the grading log's sandbox entry and the instructor."""
+    from autograder.engine.scheduler import warm_up_failures
+
+    assert warm_up_failures({"import_failures": {}, "exercise_failures": {}}) is None
+    assert warm_up_failures({}) is None
+    said = warm_up_failures({"import_failures": {"attnlab.profiler": "AssertionError: already registered"},
+                             "exercise_failures": {"dispatch_mode": "RuntimeError: no"}})
+    assert said is not None and "attnlab.profiler: AssertionError" in said and "dispatch_mode: RuntimeError" in said

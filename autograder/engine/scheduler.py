@@ -12,6 +12,7 @@ import collections
 import os
 import secrets
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,19 @@ from autograder.gradinglog import NotebookLog
 
 __all__ = ["Engine", "EngineError"]
 
+
+
+def warm_up_failures(zygote: dict) -> str | None:
+    """A sentence naming what the zygote failed to import or warm up (its notebooks inherit that state), or None.
+
+    Seen on a GPU host with torch 2.11: the zygote's first `import torch._dynamo` failed part-way, and every notebook's
+    own import then raised "Artifact of type=precompile already registered": a failed warm-up can break notebooks,
+    not only slow them, so it is never silent."""
+    failed = {**(zygote.get("import_failures") or {}), **(zygote.get("exercise_failures") or {})}
+    if not failed:
+        return None
+    return ("the sandbox's warm-up failed (every notebook starts from that state, and may fail where a fresh process "
+            "would not): " + "; ".join(f"{name}: {why}" for name, why in sorted(failed.items())))
 
 class Engine:
     """One grading run over a course directory."""
@@ -122,6 +136,10 @@ class Engine:
             raise EngineError(f"the grading workers cannot start: {exc}") from None
         self.worker_start_s, self.pool_size = time.perf_counter() - self.pool_started, len(pool.workers)
         self.sandbox = dict(getattr(pool.workers[0], "isolation", {}) or {})
+        failed = warm_up_failures(getattr(pool.workers[0], "zygote", {}) or {})
+        if failed:  # in every grading log's sandbox entry, and said once to the instructor
+            self.sandbox["warm_up"] = failed
+            print(f"autograder grade: warning: {failed}", file=sys.stderr)
 
     def _next(self, gb) -> Job | None:
         """The next submission that needs running; bad files are recorded on the way (zero, with why)."""
