@@ -72,9 +72,11 @@ def head_reference(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_ne
     return ch4.head_outputs(J, U, seed, z_fwd_prev, z_bwd_next, E)
 
 
-def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
-    """None if every output is a log-distribution over the words that renames and reorders as asked."""
+def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | Passed:
+    """A pass (with its figure: the worst normalisation error in units of its dtype's tolerance, bound 1) if every
+    output is a log-distribution over the words that reads its inputs and renames and reorders as asked; else why not."""
     outputs: list[torch.Tensor] = []
+    worst = 0.0  # max over outputs of |log sum_w P(w)| / NORMALISED[dtype]
     for trial, value in zip(trials, values):
         J, U, _, z_fwd, _, E, private = trial
         where = f"(a fresh BlankHead({J}, {U}) on {z_fwd.shape[0]} blank(s), |V| = {E.shape[0]}, {str(E.dtype)[6:]})"
@@ -91,9 +93,12 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None
         if torch.isnan(out).any() or (out == math.inf).any():
             return f"the head returned NaN or +inf {where}"
         mass = torch.logsumexp(out.double(), dim=1).abs().max().item()  # a row of -inf only: +inf
-        if not (math.isfinite(mass) and mass <= NORMALISED[E.dtype]):
+        error = mass / NORMALISED[E.dtype]
+        if not (math.isfinite(error) and error <= 1.0):
             return (f"the rows are not log-probabilities {where}: log sum_w exp(row) is off by up to {mass:.3g} "
-                    "(return the log-softmax over the words, the last axis)")
+                    "(return the log-softmax over the words, the last axis) "
+                    f"{figure('normalisation error in tolerances', error, 1.0)}")
+        worst = max(worst, error)
         outputs.append(out)
         if private["kind"] == "base":
             continue
@@ -112,7 +117,8 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | None
         elif not _same(out, base[perm], E.dtype):
             return (f"reordering the blanks (the rows of both states permuted) did not reorder the rows of the output "
                     f"{where}: blank n must be predicted from row n of z_fwd_prev and z_bwd_next only")
-    return None
+    return Passed(f"every output is a log-distribution over the words that reads both states and the word vectors, and "
+                  f"renames and reorders as asked {figure('normalisation error in tolerances', worst, 1.0)}")
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> bool:
