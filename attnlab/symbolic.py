@@ -270,11 +270,13 @@ def _without_roots(exprs: Sequence[sympy.Expr]) -> list[sympy.Expr]:
 
 def _check_equation(answer: object, reference: sympy.Eq, variables: Sequence[str]) -> Result:
     """Whether `answer` is an equation with the same positive solutions as `reference`."""
+    clock = Clock(TIME_BUDGET, "your answer")
     student = parse(answer, variables, "your answer")
     if not isinstance(student, sympy.Eq):
         return Result(False, "Your answer should be an equation, with '=' between two expressions.")
     if expanded_size(student.lhs - student.rhs) > MAX_EQUATION_TERMS:
         return Result(False, "Your equation is too complicated for me to compare; please write it more simply.")
+    clock.tick()
     ds = sympy.expand(student.lhs - student.rhs)
     if ds == 0:
         return Result(False, "Your equation holds for every value of the variables, so it states no condition.")
@@ -284,12 +286,15 @@ def _check_equation(answer: object, reference: sympy.Eq, variables: Sequence[str
     if mine is None or expected is None:
         return Result(False, "I cannot compare your equation: write it with powers of the variables, "
                              "without logarithms mixed with other terms.")
+    clock.tick()
     mine, expected = _without_roots([mine, expected])
     numbers = sorted({p for e in (mine, expected) for p in e.atoms(sympy.Pow) if p.is_number and not p.is_Rational},
                      key=str)
     if len(numbers) > 2:
         return Result(False, "I cannot compare your equation: it has too many different roots of numbers.")
+    clock.tick()
     zeros = _zero_set(mine, "your equation", numbers)
+    clock.tick()
     expected_zeros = _zero_set(expected, "the reference", numbers)
     if zeros is None:
         return Result(False, "I cannot compare your equation: write it with sums and products of powers "

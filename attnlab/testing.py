@@ -60,16 +60,16 @@ def expect_equations(answer: object, inputs: Mapping[str, str], defines: Mapping
                      functions: Mapping[str, str] | None = None) -> None:
     """Fail unless `answer` is well-formed index equations that define `defines` from `inputs`.
 
-    `inputs` and `defines` map tensor names to their sizes axis by axis (`{"WQ": "H,K,J"}`; word ids:
-    `{"w": "B,T in V"}`). Checks that every line reads, that each tensor in `defines` is defined once
+    `inputs` and `defines` map tensor names to their sizes axis by axis (`{"P": "A,D"}`; word ids:
+    `{"item": "O,Q in N"}`). Checks that every line reads, that each tensor in `defines` is defined once
     with indices of the right sizes in the right order, that each line uses only inputs and tensors
     defined above it with the right number of indices, that an index runs over one size, that every
     index on the right is summed or on the left, and that sizes used as numbers exist. It never checks
     that the equations are right: the hidden test does. With `operands`, an einsum spec over those
-    tensors is accepted for the one tensor in `defines` (`"hkj,tj->htk / sqrt(K)"`).
-    `functions`: functions the question declares, by the sizes of their vectors (`{"CELL": "J,K,U -> J"}`,
-    called as `CELL(z[:], V[:], e[:])`), or None to leave its sizes unchecked where they are part of the
-    answer (`{"CELL": None}`).
+    tensors is accepted for the one tensor in `defines` (`"ad,bd->ab / sqrt(D)"`).
+    `functions`: functions the question declares, by the sizes of their vectors (`{"MIX": "C,C -> C"}`,
+    called as `MIX(u[:], v[:])`), or None to leave its sizes unchecked where they are part of the
+    answer (`{"MIX": None}`).
     """
     from attnlab.equations import EquationError, check, parse_answer, spec
 

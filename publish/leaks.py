@@ -647,6 +647,9 @@ def audit(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], files: int
                 for value in sorted(vals & numbers):
                     hits.append(f"{doc.where}: shows {value}, the value of {name} at a size the chapter uses")
     hits += answer_outputs(docs, names, figures)
+
+    # fragments of equation answers in the kit: a right-hand side, one line, an index form
+    hits += kit_fragments(docs, sources, checks)
     return findings
 
 
@@ -673,3 +676,161 @@ def answer_outputs(docs: list[Doc], names: dict[str, set[str]], figures: Figures
 def _defines(code: str, names: list[str]) -> bool:
     """Whether `code` is where the answers are written (the stub cell itself), not where they are used."""
     return all(re.search(rf"^(def\s+{re.escape(n)}\b|{re.escape(n)}\s*=)", code, re.M) for n in names)
+
+
+# ---------------------------------------------------------------- fragments of equation answers (the kit)
+
+KIT_PREFIX = "attnlab/"  # where the kit's documents are (what the release zip ships)
+_REF = re.compile(r"[A-Za-z_][\w']*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]")  # a tensor read, one level of nesting
+# an index combination, 2*t + d or 2t + d (indices are lower case: 2K + I is a count of sizes)
+_AFFINE = re.compile(r"\b\d+\s*\*?\s*[a-z]\w*'*(?:\s*[+-]\s*(?:[a-z]\w*'*|\d+))+")
+_CALL = re.compile(r"\b([A-Z][A-Za-z0-9_]*)\s*\(")  # a call of a declared function: its name is capitalised
+
+
+def _renamed(node, names: dict[str, str]):
+    """`node` (an equation tree) with its indices renamed i0, i1, ... in order of appearance (tensor names kept)."""
+    from attnlab import equations as E
+
+    def index(name: str) -> str:
+        return names.setdefault(name, f"i{len(names)}")
+
+    def position(ix):
+        if isinstance(ix, E.Affine):
+            return E.Affine(tuple((index(n), c) for n, c in ix.terms), ix.const)
+        if isinstance(ix, E.Gather):
+            return E.Gather(_renamed(ix.ref, names))
+        return ix
+
+    if isinstance(node, E.Ref):
+        return E.Ref(node.name, tuple(position(ix) for ix in node.indices))
+    if isinstance(node, E.Reduce):
+        return E.Reduce(node.op, tuple(index(i) for i in node.over), _renamed(node.body, names))
+    if isinstance(node, E.Call):
+        return E.Call(node.fn, _renamed(node.arg, names))
+    if isinstance(node, E.Neg):
+        return E.Neg(_renamed(node.arg, names))
+    if isinstance(node, E.BinOp):
+        return E.BinOp(node.op, _renamed(node.left, names), _renamed(node.right, names))
+    if isinstance(node, E.Pow):
+        return E.Pow(_renamed(node.base, names), _renamed(node.exponent, names))
+    if isinstance(node, E.Apply):
+        return E.Apply(node.fn, tuple(_renamed(a, names) for a in node.args))
+    return node
+
+
+def _canonical(node) -> str:
+    """The text of an equation tree up to the names of its indices, without spaces."""
+    from attnlab import equations as E
+
+    return re.sub(r"\s+", "", E.show(_renamed(node, {})))
+
+
+def _forms(node) -> dict[str, str]:
+    """The fragment forms an expression holds: {canonical text: what it is}. Tensor reads at an index
+    combination or through an id tensor count whatever the tensor is named; a declared function's call
+    by its name and number of vectors."""
+    from attnlab import equations as E
+
+    out: dict[str, str] = {}
+    for n in E.walk(node):
+        if isinstance(n, E.Ref) and any(isinstance(ix, E.Gather) or (isinstance(ix, E.Affine) and ix.plain is None)
+                                        for ix in n.indices):
+            out[_canonical(E.Ref("_", n.indices))] = "an index form"
+            for ix in n.indices:
+                if isinstance(ix, E.Affine) and ix.plain is None and len(ix.terms) > 1:
+                    out[_canonical(E.Ref("_", (ix,)))] = "an index form"
+        elif isinstance(n, E.Apply):
+            out[f"{n.fn}/{len(n.args)}"] = f"a call of {n.fn} on {len(n.args)} vectors"
+    return out
+
+
+def _expression(text: str):
+    """`text` read as the right-hand side of an index equation, or None."""
+    from attnlab import equations as E
+
+    text = text.strip().strip("`$.,;:")
+    if not text or len(text) > MAX_CANDIDATE * 3 or "\n" in text:
+        return None
+    try:
+        return E.parse(f"_fragment = {text}")[0].rhs
+    except (E.EquationError, RecursionError):
+        return None
+
+
+def answer_fragments(reference: str) -> dict[str, str]:
+    """The fragments of an equation answer a kit must not show: {canonical text: what it is}. Each line of a
+    multi-line answer, each right-hand side alone, each index form (a tensor read at an index combination or
+    through an id tensor, and the combination alone), and the call of a function the question declares."""
+    from attnlab import equations as E
+
+    eqs = E.parse(reference)
+    out: dict[str, str] = {}
+    for eq in eqs:
+        if len(eqs) > 1:
+            out[_canonical_line(eq)] = f"line {eq.line} of the answer"
+        out[_canonical(eq.rhs)] = f"the right-hand side of {eq.name}"
+        out.update(_forms(eq.rhs))
+    return out
+
+
+def _canonical_line(eq) -> str:
+    from attnlab import equations as E
+
+    names: dict[str, str] = {}
+    lhs = E.Ref(eq.name, tuple(E.Affine(((i, 1),)) for i in eq.indices if i != ":"))
+    rhs = _renamed(eq.rhs, names)
+    left = re.sub(r"\s+", "", E.show(_renamed(lhs, names)))
+    return f"{left}={re.sub(r'[ ]+', '', E.show(rhs))}"
+
+
+def text_fragments(text: str) -> dict[str, str]:
+    """The fragment forms `text` shows (code: read its strings and comments first): {canonical text: the text}."""
+    from attnlab import equations as E
+
+    found: dict[str, str] = {}
+    pieces = [m.group() for m in _REF.finditer(text)] + [f"_[{m.group()}]" for m in _AFFINE.finditer(text)]
+    pieces += [s for s in spans(text) if s.strip()]
+    for line in text.split("\n"):
+        if _INDEX_EQUATION.match(line):
+            with contextlib.suppress(E.EquationError, RecursionError):
+                for eq in E.parse(line.strip().strip("`$")):
+                    found[_canonical_line(eq)] = line.strip()
+                    pieces.append(E.show(eq.rhs))
+    for call in _CALL.finditer(text):  # a declared function's call: its vectors up to the closing bracket
+        end = text.find(")", call.end())
+        if 0 < end - call.end() < MAX_CANDIDATE:
+            pieces.append(text[call.start():end + 1])
+    for piece in pieces:
+        for side in piece.split("=")[-1:] if "=" in piece and "==" not in piece else [piece]:
+            node = _expression(side)
+            if node is None:
+                continue
+            found.setdefault(_canonical(node), side.strip())
+            for form in _forms(node):
+                found.setdefault(form, side.strip())
+    return found
+
+
+def kit_fragments(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], checks: dict) -> list[str]:
+    """Fragments of equation answers that the kit shows and the chapters' public text does not."""
+    from autograder.checks.base import EquationCheck
+
+    fragments: dict[str, tuple[str, str]] = {}
+    for name, check in checks.items():
+        if isinstance(check, EquationCheck):
+            for form, what in answer_fragments(check.question.reference).items():
+                fragments.setdefault(form, (name, what))
+    public: set[str] = set()
+    for nb in sources.values():
+        for code in public_code(nb):
+            public |= set(text_fragments(code))
+    hits = []
+    for doc in docs:
+        if not doc.where.startswith(KIT_PREFIX):
+            continue
+        for text in code_texts(doc.text) if doc.kind == "code" else [doc.text]:
+            for form, shown in text_fragments(text).items():
+                if form in fragments and form not in public:
+                    name, what = fragments[form]
+                    hits.append(f"{doc.where}: {shown!r} is {what} of {name}, which the chapters do not show")
+    return sorted(set(hits))

@@ -222,3 +222,38 @@ def test_an_einsum_answer_with_its_scale_is_judged_by_the_real_question() -> Non
     wrong = Doc("attnlab/helpers.py", 'EXAMPLE = "hka,hkb->hba / sqrt(K)"\n', "code")
     equations = {candidate: [wrong.where] for candidate in leaks.doc_equation_candidates(wrong)}
     assert not leaks.judge_candidates({}, {"ch3.WQ_TILDE": CHECKS["ch3.WQ_TILDE"]}, Figures(), equations)
+
+
+# ---------------------------------------------------------------- fragments of equation answers in the kit (24.3)
+
+PLANTED_FRAGMENTS = {  # where a kit might show it -> (the text, what of which answer it is)
+    "a right-hand side alone, in a docstring": ('"""Read a word\'s row: `E[w[b,t], j]`."""', "ch6.EMBED_EQUATION"),
+    "one line of a multi-line answer, renamed": ('"""V[c] = sum_{a,b} alpha[a,b] * M[a,b,c]"""', "ch5.CAPTION_EQUATIONS"),
+    "an index form, in a docstring": ('"""an index combination: M[b, 2*t + d, j]"""', "ch6.STRIDE2_EQUATION"),
+    "an index form, in an error message": ('raise ValueError(f"{name}: write a combination such as x[b, 2*t + d, j]")',
+                                         "ch6.STRIDE2_EQUATION"),
+    "the call of a question's declared function": ('"""z_next[:] = CELL(z[:], V[:], E[w[t], :])"""',
+                                                   "ch5.CAPTION_EQUATIONS"),
+}
+
+
+@pytest.fixture(scope="module")
+def sources() -> dict[str, nbformat.NotebookNode]:
+    return _sources()
+
+
+@pytest.mark.parametrize("where", sorted(PLANTED_FRAGMENTS))
+def test_a_fragment_of_an_equation_answer_in_the_kit_is_found(where: str, sources) -> None:
+    text, question = PLANTED_FRAGMENTS[where]
+    hits = leaks.kit_fragments([Doc("attnlab/helpers.py", f"def f(name):\n    {text}\n", "code")], sources, CHECKS)
+    assert any(question in h for h in hits), (where, hits)
+    elsewhere = Doc("release/ch0_attention_basics.ipynb cell 3", text, "code")  # only the kit is searched so
+    assert not leaks.kit_fragments([elsewhere], sources, CHECKS)
+
+
+def test_the_kit_shows_no_fragment_of_an_equation_answer(sources) -> None:
+    from autograder.course import kit_files
+
+    kit = [doc for rel in kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
+    assert any("NEAREST" in doc.text for doc in kit), "the equation language's docstring uses its toy problem"
+    assert not leaks.kit_fragments(kit, sources, CHECKS)

@@ -374,7 +374,7 @@ def test_declared_functions_on_whole_vectors() -> None:
         E.evaluate("z1[:] = CELL(z[0,:])", {"z": z})
     for text, message in [("a[i] = z[:]", "`:` (a whole vector) is only for the arguments of a function"),
                           ("a[:] = CELL(z[:], y[i])", "each argument of a function is one tensor with `:`"),
-                          ("a[i] = CELL(z[i])", "called on vectors like CELL(z[:], V[:])"),
+                          ("a[i] = CELL(z[i])", "called on vectors like MIX(u[:], v[:])"),
                           ("a[:,:] = CELL(z[:])", "`:` (the output of a function) appears twice")]:
         with pytest.raises(EquationError) as err:
             E.parse(text)

@@ -632,6 +632,8 @@ def test_time_budget_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(symbolic, "TIME_BUDGET", 0.0)
     result = check_answer("L*(J + K + T) + sqrt(J*T)*L", SERIAL, CH1)
     assert not result.ok and "too complicated to judge in time" in result.message, result.message
+    result = check_answer("2*K = J", EQUAL_WHEN, ("K", "J"))  # an equation answer has its deadline too
+    assert not result.ok and "too complicated to judge in time" in result.message, result.message
 
 
 # --------------------------------------------------------------------------- the kit holds no graded answer (issue 12)

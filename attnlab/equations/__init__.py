@@ -3,50 +3,51 @@ r"""Index equations: the book's answer language for derivations.
 A derivation's answer is a string of equations in the book's index notation
 (`front/notation.md`), one per line (or separated by `;`), each defining one tensor:
 
-    LAYER_EQUATIONS = r'''
-    Query[h,t,k] = sum_j WQ[h,k,j] * M[t,j]
-    Key[h,t,k]   = sum_j WK[h,k,j] * M[t,j]
-    Value[h,t,i] = sum_j WV[h,i,j] * M[t,j]
-    alpha[h,t,t2] = softmax_{t2} (sum_k Query[h,t,k] * Key[h,t2,k]) / sqrt(K)
-    V[h,t,i] = sum_{t2} alpha[h,t,t2] * Value[h,t2,i]
+    NEAREST = r'''
+    dist[a,b] = sum_d (P[a,d] - Q[b,d])^2
+    weight[a,b] = softmax_b (-dist[a,b]) / tau
+    guess[a,c] = sum_b weight[a,b] * label[b,c]
     '''
 
-(Chapter 1's layer, which the book states; no question asks for it.)
+(A toy problem of no chapter: points P[a,d] guess the labels label[b,c] of points Q[b,d], weighting
+the nearest most; every example below stays with it.)
 
 The language, exactly:
 
 * `Name[i, j, ...] = expression`: the left side names the tensor and its indices (distinct
-  names, any you like: `x'`, `x2` and `t1` are all indices). Every index on the left must
+  names, any you like: `a'`, `a2` and `b1` are all indices). Every index on the left must
   appear on the right, and every index on the right that no `sum` binds must be on the left.
   A tensor is defined once, from the question's inputs and tensors defined on earlier lines.
-* `sum_j`, `sum_{j,k}` (also `\sum_{j}`, `Σ_j`) sum over the listed indices; `softmax_{t2}`
-  normalises over the listed indices (they stay indices of the result). Both apply to the
-  **whole product that follows them**, up to the next `+` or `-` outside brackets:
-  `sum_j a[j] * b[j] + c` is (Σ_j a b) + c, and `softmax_{t2}(s[t,t2]) / sqrt(K)` is the softmax
-  of s/√K. Use brackets to say otherwise: `(softmax_{t2} s[t,t2]) * v[t2]`.
+* `sum_d`, `sum_{b,d}` (also `\sum_{d}`, `Σ_d`) sum over the listed indices; `softmax_b`,
+  `softmax_{b,c}` normalise over the listed indices (they stay indices of the result). Both apply
+  to the **whole product that follows them**, up to the next `+` or `-` outside brackets:
+  `sum_d u[d] * v[d] + c` is (Σ_d u v) + c, and `softmax_b (-dist[a,b]) / tau` is the softmax of
+  -dist/τ, as is `softmax_b (1/tau) * (-dist[a,b])`. Use brackets to say otherwise:
+  `(softmax_b s[a,b]) * r[b]`.
 * `+ - * /`, `^` (or `**`) with a constant exponent, numbers, brackets `( )` or `{ }`, and
-  multiplication by juxtaposition: `WQ[h,k,j] M[x,y,j]`.
-* sizes as numbers: `sqrt(K)`, `1/sqrt(K)`, `K^(1/2)` (the question names its sizes).
+  multiplication by juxtaposition: `weight[a,b] label[b,c]`.
+* sizes as numbers: `sqrt(D)`, `1/sqrt(D)`, `D^(1/2)` (the question names its sizes).
 * functions `exp`, `log` (natural), `sigmoid` (also `σ`, `\sigma`), `tanh`, `sqrt`, `relu`.
-* an index position holds an index (`M[t, j]`), an integer combination of indices
-  (`M[b, 2*t + d, j]`, `z[t-1, j]`), or a word id read from an integer tensor (`E[w[b,t], j]`).
-* a function the question declares by the sizes of its vectors (the captioner's `CELL`, declared
-  `"J,K,U -> J"`) is called on whole vectors, `:` marking each vector's axis, and its result's
-  axis is `:` on the left: `z_next[:] = CELL(z[:], V[:], E[w[t], :])`.
-* LaTeX and Unicode where cheap: `\mathrm{softmax}`, `\exp`, `\frac{a}{b}`, `\sqrt{K}`, `\cdot`,
-  `·`, `×`, `−`, `W^Q[h,k,j]` (= `WQ`), `\alpha`/`α` (= `alpha`), `\tilde{W}^Q` or `W̃Q`
-  (= `WQ_tilde`); `#` starts a comment.
-* an einsum spec is shorthand where a question names its operands: `"hkj,tj->htk"` (with the
-  operands WQ, M), with an optional scale after it: `"hkj,tj->htk / sqrt(K)"` or
-  `"hkj,tj->htk * 1/sqrt(K)"`.
+* an index position holds an index (`P[a, d]`), an integer combination of indices
+  (`x[2*n + 1]`, `s[n - 1, c]`), or an id read from an integer tensor (`price[item[o,q]]`).
+* a function the question declares by the sizes of its vectors (say `MIX`, declared `"C,C -> C"`)
+  is called on whole vectors, `:` marking each vector's axis, and its result's axis is `:` on the
+  left: `mixed[a,:] = MIX(guess[a,:], prior[:])`.
+* every spelling of the languages' lexicon (`attnlab._lexicon`), as the order checker reads them:
+  `\mathrm{softmax}`, `\exp`, `\frac{a}{b}`, `\frac12`, `½`, `\sqrt{D}`, `\cdot`, `\ast`, `·`, `×`,
+  `÷`, `\div`, `−`, `d²`, `W^P[a,d]` (= `WP`), `\tau`/`τ` (= `tau`), `\tilde{W}^P` or `W̃P`
+  (= `WP_tilde`); `#` starts a comment.
+* an einsum spec is shorthand where a question names its operands: `"ad,bd->ab"` (with the
+  operands P, Q), with an optional scale after it: `"ad,bd->ab / sqrt(D)"` or
+  `"ad,bd->ab * 1/sqrt(D)"`.
 
 Nothing is ever evaluated as Python: a lark grammar reads the text, and `evaluate` interprets
 the tree with torch on the tensors you give it, under caps on the text, the number of
 equations and indices, nesting, the size of every intermediate tensor, and time.
 
-    evaluate(LAYER_EQUATIONS, {"WQ": WQ, "WK": WK, "WV": WV, "M": M})["V"]   # V[h,t,i]
+    evaluate(NEAREST, {"P": P, "Q": Q, "label": label}, sizes={"tau": 0.5})["guess"]   # guess[a,c]
 
-(`sizes={"K": 4}` gives a size used as a number when no index named k tells it; `functions=` gives a
+(`sizes={"D": 4}` gives a size used as a number when no index named d tells it; `functions=` gives a
 declared function as a callable.)
 
 `attnlab.testing.expect_equations` checks an answer's form (names, indices, sizes) for a

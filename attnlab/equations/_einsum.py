@@ -1,4 +1,4 @@
-"""The einsum shorthand: `"hkj,tj->htk / sqrt(K)"` where a question names its operands."""
+"""The einsum shorthand: `"ad,bd->ab / sqrt(D)"` where a question names its operands."""
 from __future__ import annotations
 
 import re
@@ -11,16 +11,16 @@ _EINSUM = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s
 
 
 def is_einsum(text: object) -> bool:
-    """True if `text` looks like an einsum spec (`"hkj,tj->htk"`, maybe with a scale)."""
+    """True if `text` looks like an einsum spec (`"ad,bd->ab"`, maybe with a scale)."""
     return isinstance(text, str) and "=" not in text and _EINSUM.match(_normalise(text)) is not None
 
 
 def einsum_equation(text: str, operands: Sequence[str], define: str) -> str:
-    """The equation an einsum spec stands for: `"hkj,tj->htk / sqrt(K)"` with operands (WQ, M)
-    and define Query -> `Query[h,t,k] = (sum_j WQ[h,k,j] * M[t,j]) / sqrt(K)`."""
+    """The equation an einsum spec stands for: `"ad,bd->ab / sqrt(D)"` with operands (P, Q)
+    and define S -> `S[a,b] = (sum_d P[a,d] * Q[b,d]) / sqrt(D)`."""
     m = _EINSUM.match(_normalise(text))
     if m is None:
-        raise EquationError(f"`{text}` is not an einsum spec like \"hkj,tj->htk\"")
+        raise EquationError(f"`{text}` is not an einsum spec like \"ad,bd->ab\"")
     ins = [s.strip() for s in m.group(1).split(",")]
     out, tail = m.group(2), m.group(3).strip()
     if len(ins) != len(operands):
@@ -39,7 +39,7 @@ def einsum_equation(text: str, operands: Sequence[str], define: str) -> str:
     scale = ""
     if tail:
         if tail[0] not in "*/":
-            raise EquationError(f"after the spec, write the scale as `/ sqrt(K)` or `* 1/sqrt(K)`, not `{tail}`")
+            raise EquationError(f"after the spec, write the scale as `/ sqrt(D)` or `* 1/sqrt(D)`, not `{tail}`")
         scale = f" {tail[0]} ({tail[1:].strip()})"
     return f"{define}[{','.join(out)}] = ({body}){scale}"
 

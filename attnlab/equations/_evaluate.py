@@ -88,8 +88,8 @@ def evaluate(answer: str | Sequence[Equation], tensors: Mapping[str, torch.Tenso
              functions: Mapping[str, Callable[..., torch.Tensor]] | None = None) -> dict[str, torch.Tensor]:
     """Evaluate equations on your own tensors: {name: tensor} for every tensor the answer defines, axes in
     the order of its left side. `tensors` are the inputs (integer tensors for word ids); `sizes` gives the
-    value of a size used as a number (`K` in sqrt(K)) when it cannot be read from an index named k;
-    `functions` gives a declared function (`CELL`) as a callable: each argument arrives with its vector
+    value of a size used as a number (`D` in sqrt(D)) when it cannot be read from an index named d;
+    `functions` gives a declared function (`MIX`) as a callable: each argument arrives with its vector
     as the last axis (other axes broadcast), and it returns [..., size of its result]."""
     eqs = parse(answer) if isinstance(answer, str) else tuple(answer)
     for k, v in tensors.items():

@@ -54,7 +54,7 @@ def check(equations: Sequence[Equation], inputs: Mapping[str, Spec | str], defin
 
     `inputs` and `defines` map names to specs (`"H,K,J"`); sizes are names or numbers. With `sizes`,
     only those names may be used as numbers. `require`: every name in `defines` must be defined.
-    `functions`: the functions the question declares (`{"CELL": "J,K,U -> J"}`; None: sizes unchecked).
+    `functions`: the functions the question declares (`{"MIX": "C,C -> C"}`; None: sizes unchecked).
     Raises EquationError listing every problem found (never checks that the equations are right).
     """
     in_specs = {k: spec(v) for k, v in inputs.items()}

@@ -279,7 +279,7 @@ class _Build(_lark_transformer()):
         for n in walk(c[1]):
             if isinstance(n, Ref) and id(n) not in args and any(isinstance(i, Slice) for i in n.indices):
                 raise self._err(f"{show(n)}: `:` (a whole vector) is only for the arguments of a function "
-                                "the question declares, like CELL(z[:], ...)")
+                                "the question declares, like MIX(u[:], ...)")
         return Equation(name, indices, c[1], self.line, self.text)
 
     def lhs_index(self, c):
@@ -345,7 +345,7 @@ class _Build(_lark_transformer()):
         if id(node) not in self.grouped or not factors:
             return
         if not {i for n in walk(node) if isinstance(n, Ref) for ix in n.indices for i in indices_of(ix)} & set(over):
-            return  # a scale written first, `softmax_{t2} (1/sqrt(K)) * s[t,t2]`: only the product can be meant
+            return  # a scale written first, `softmax_b (1/tau) * s[a,b]`: only the product can be meant
         for op, f in factors:
             used = {i for n in walk(f) if isinstance(n, Ref) for ix in n.indices for i in indices_of(ix)}
             if op == "*" and used & set(over):
@@ -359,15 +359,15 @@ class _Build(_lark_transformer()):
         fn, args = str(c[0]), c[1:]
         if fn in REDUCTIONS:
             raise self._err(f"write {fn} with its indices: {fn}_{{...}}(...)")
-        if fn not in FUNCTIONS:  # a function the question may declare (CELL): checked against the question
+        if fn not in FUNCTIONS:  # a function the question may declare (MIX): checked against the question
             if not any(isinstance(i, Slice) for a in args if isinstance(a, Ref) for i in a.indices):
                 raise self._err(f"{fn}(...) is not a known function (known: {', '.join(FUNCTIONS)}, and the functions "
-                                f"a question declares, called on vectors like CELL(z[:], V[:])); to multiply, write "
+                                f"a question declares, called on vectors like MIX(u[:], v[:])); to multiply, write "
                                 f"{fn} * (...)")
             for k, a in enumerate(args):
                 if not (isinstance(a, Ref) and sum(isinstance(i, Slice) for i in a.indices) == 1):
                     raise self._err(f"{fn}(...): argument {k + 1} is `{show(a)}`; each argument of a function is one "
-                                    "tensor with `:` on the axis of its vector, like z[:] or E[w[t], :]")
+                                    "tensor with `:` on the axis of its vector, like u[:] or guess[a, :]")
             return Apply(fn, tuple(args))
         if len(args) != 1:
             raise self._err(f"{fn} takes one argument, got {len(args)}")
@@ -388,7 +388,7 @@ class _Build(_lark_transformer()):
         affine = _affine(x)
         if affine is None:
             raise self._err(f"{name}[...]: position {k + 1} holds `{show(x)}`; an index position holds an index, "
-                            "an integer combination of indices (2*t + d, t - 1) or a word id w[b,t]")
+                            "an integer combination of indices (2*n + 1, n - 1) or an id read from an integer tensor, item[o]")
         return affine
 
 

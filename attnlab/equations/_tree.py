@@ -64,7 +64,7 @@ class Var:
 
 @dataclass(frozen=True)
 class Affine:
-    """An index position: sum of coef*index plus a constant (`t`, `2*t + d`, `t - 1`)."""
+    """An index position: sum of coef*index plus a constant (`n`, `2*n + 1`, `n - 1`)."""
 
     terms: tuple[tuple[str, int], ...]  # (index, coefficient) in the order written, no zero coefficient
     const: int = 0
@@ -77,14 +77,14 @@ class Affine:
 
 @dataclass(frozen=True)
 class Gather:
-    """An index position read from an integer tensor (`w[b,t]` in `E[w[b,t], j]`)."""
+    """An index position read from an integer tensor (`item[o,q]` in `price[item[o,q]]`)."""
 
     ref: Ref
 
 
 @dataclass(frozen=True)
 class Slice:
-    """`:` in an argument of a question's function: the whole vector along that axis (`CELL(z[:], V[:], e[:])`)."""
+    """`:` in an argument of a question's function: the whole vector along that axis (`MIX(u[:], v[:])`)."""
 
 
 Index = Affine | Gather | Slice
@@ -108,7 +108,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Apply:
-    """A function the question declares (`CELL(z[:], V[:], e[:])`): vectors in, a vector out (its axis `:`)."""
+    """A function the question declares (`MIX(u[:], v[:])`): vectors in, a vector out (its axis `:`)."""
 
     fn: str
     args: tuple[Node, ...]
