@@ -543,6 +543,34 @@ def judge_candidates(found: dict[str, list[str]], checks: dict, figures: Figures
     return hits
 
 
+VALUE_SECONDS = 2.0  # to evaluate a value answer at one combination of sizes (a loop may not end at some)
+
+
+class _TooSlow(Exception):
+    """A value answer that did not return in time at one combination of sizes."""
+
+
+def _within(seconds: float, fn: Callable[..., object], *args: object) -> object:
+    """fn(*args), stopped with _TooSlow after `seconds` (a timer signal: only in the main thread, elsewhere
+    the call runs unbounded). `layers_needed(T, D=1)` loops for ever: the audit must not."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+
+    def stop(signum, frame):  # noqa: ARG001
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def answer_values(chapter: str, checks: dict, public: list[str]) -> dict[str, set[str]]:
     """Value answers of `chapter` evaluated at the sizes its public code sets: answer -> printed values."""
     import sympy
@@ -559,7 +587,7 @@ def answer_values(chapter: str, checks: dict, public: list[str]) -> dict[str, se
             if all(sizes[p] for p in params):
                 for combo in itertools.islice(itertools.product(*(sorted(sizes[p]) for p in params)), MAX_COMBINATIONS):
                     with contextlib.suppress(Exception):
-                        values.add(_format(fn(*combo)) or "")
+                        values.add(_format(_within(VALUE_SECONDS, fn, *combo)) or "")
         elif "=" in str(getattr(check, "reference", "")):
             variables = tuple(getattr(check, "variables", ()))
             lhs, rhs = str(check.reference).split("=", 1)

@@ -257,3 +257,15 @@ def test_the_kit_shows_no_fragment_of_an_equation_answer(sources) -> None:
     kit = [doc for rel in kit_files(KIT) for doc in leaks.file_docs(KIT / rel, f"attnlab/{rel}")]
     assert any("NEAREST" in doc.text for doc in kit), "the equation language's docstring uses its toy problem"
     assert not leaks.kit_fragments(kit, sources, CHECKS)
+
+
+def test_a_value_answer_that_never_returns_does_not_stop_the_audit() -> None:
+    def layers(T: int, D: int) -> int:  # D = 1 never widens the receptive field: the loop never ends
+        n, r = 0, 1
+        while r < T:
+            n, r = n + 1, 1 + (D - 1) * (2 ** (n + 1) - 1)
+        return n
+
+    assert leaks._within(5.0, layers, 16, 3) == 4  # 1 + 2 * (2^4 - 1) = 31 words after 4 layers
+    with pytest.raises(leaks._TooSlow):
+        leaks._within(0.2, layers, 16, 1)
