@@ -970,3 +970,266 @@ if depth_Ts:
 # CNN climbs by one layer each time $T$ doubles: linear in $L$, and like $\log T$ once $L$ must
 # cover the sentence. The one-layer RNN climbs by one step per word, linearly in $T$; with
 # $L$ layers it would climb by one more step per layer, the pipeline of Problem 6.5.
+
+# %% [markdown]
+# ## 6.8 Why attention: sequential steps and path length
+#
+# Seed 003 (HKU COMP3361, *Transformers (1)*) opens with a recurrent network reading
+# "yesterday ... seemed": possibly $O(T)$ steps before the two words interact, and "the
+# longer the path, the smaller the gradient signal". Attention, it goes on, lets every
+# query read every key at once. Two different quantities hide in that argument:
+#
+# * the **sequential steps** of a model: its parallel running time, the critical path of
+#   Section 6.3 (which is Chapter 1's cost model with every sum over $O(1)$ terms);
+# * its **path length**: the number of units on the shortest chain of dependence from
+#   word $0$ to the output at the last position of the top layer, where a unit is one
+#   layer of a CNN or of self-attention, and one step of CELL of an RNN. A gradient that
+#   links the last output to the first word travels back along such a chain.
+#
+# The three models, each of $L$ layers on a sentence of $T$ words, every other size
+# ($D$, $J$, a head's query/key and value sizes, the number of heads) a constant:
+#
+# * the $L$-layer RNN of Problem 6.5;
+# * the stride-2 CNN of Sections 6.2-6.4 (width $D \ge 2$), valid positions only: its top
+#   layer's last output reads word $T - 1$, and reads word $0$ only once the stack is deep
+#   enough (Problem 6.7);
+# * $L$ layers of Chapter 1's self-attention, $M_{\ell+1} = \mathtt{self\_attention}(M_\ell, \dots)$,
+#   without a mask.
+#
+# **The cost model.** As in Chapter 1, Problem 1.4: every operation runs as soon as its
+# inputs exist, a sum takes time logarithmic in its number of terms, every other operation
+# time $O(1)$.
+#
+# | model | sequential steps | path length, word $0$ to the last output |
+# |---|---|---|
+# | RNN, $L$ layers | `RNN_TIME` (Problem 6.5) | `RNN_PATH` |
+# | stride-2 CNN | `CNN_TIME` (Problem 6.5) | `CNN_PATH` |
+# | self-attention, $L$ layers | `ATTENTION_TIME` | `ATTENTION_PATH` |
+#
+# **Problem 6.9 (seed 003).** Fill in the rest of the table, each as an order in `T` and
+# `L` (the two grow independently, as in Section 6.3):
+#
+# * `ATTENTION_TIME`: the sequential steps of $L$ self-attention layers in this cost model;
+# * `RNN_PATH`: the path length of the $L$-layer RNN, from word $0$ to the last state of the
+#   top layer;
+# * `CNN_PATH`: the path length of the shallowest stride-2 CNN whose top layer's last output
+#   reads word $0$ (so its $L$ is not free: it is what the sentence requires);
+# * `ATTENTION_PATH`: the path length of the $L$ self-attention layers.
+#
+# **d2l.ai counts differently.** Its comparison of CNNs, RNNs and self-attention (*Dive into
+# Deep Learning*, Section 11.6) counts, for **one** layer on $T$ tokens (in this book's
+# letters), "sequential operations" $O(1)$ for a CNN, $O(T)$ for an RNN and $O(1)$ for
+# self-attention, and maximum path lengths $O(T/D)$ for a stride-1 CNN of width $D$, $O(T)$
+# and $O(1)$. A
+# question the worked solution answers: where do your answers differ from those, and
+# why? (Think of what one "operation" is in each count, and of one layer against $L$.)
+
+# %% nbgrader={"grade": false, "grade_id": "attention_time", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L and T.
+### BEGIN SOLUTION
+ATTENTION_TIME = "L*log(T)"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_time", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(ATTENTION_TIME, ["L", "T"], "ATTENTION_TIME")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.ATTENTION_TIME", ATTENTION_TIME)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "rnn_path", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L and T.
+### BEGIN SOLUTION
+RNN_PATH = "T + L"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_rnn_path", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(RNN_PATH, ["L", "T"], "RNN_PATH")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.RNN_PATH", RNN_PATH)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "cnn_path", "locked": false, "schema_version": 3, "solution": true}
+# An expression in T (and L, if you need it).
+### BEGIN SOLUTION
+CNN_PATH = "log(T)"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_cnn_path", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(CNN_PATH, ["L", "T"], "CNN_PATH")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.CNN_PATH", CNN_PATH)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "attention_path", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L and T.
+### BEGIN SOLUTION
+ATTENTION_PATH = "L"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_path", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(ATTENTION_PATH, ["L", "T"], "ATTENTION_PATH")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch6.ATTENTION_PATH", ATTENTION_PATH)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Measured.** `attnlab.paths` finds which input positions each output position depends
+# on, by probing: it sets one word's vector to NaN and sees which outputs turn NaN (a
+# product with NaN is NaN even where the weight is 0, so this is the structure, not an
+# accident of the weights). `path_lengths(units, X)` counts the fewest units on a chain,
+# one per unit that computes a position. The RNN is written on its grid of states, inputs
+# in rows $0$ to $T - 1$ and layer $\ell$'s states after them, one unit per wavefront
+# (the CELL of layer $\ell$ at position $t$ runs at step $\ell - 1 + t$), so each CELL on a chain counts
+# once. The CNN is your `conv_stride2`, on sentences exactly as long as $r_L$ (one top
+# output); the attention layers are PyTorch's `scaled_dot_product_attention` of one head,
+# and their sequential steps are the profiler's depth (Section 6.7). (This cell measures
+# your own `conv_stride2`: run it yourself.)
+
+# %% tags=["answer-output"]
+from attnlab.paths import path_lengths, rnn_units
+
+J_p = 4
+gp = torch.Generator().manual_seed(8)
+W_in_p, W_z_p, WQ_p, WK_p, WV_p = (torch.randn(J_p, J_p, generator=gp, dtype=torch.float64) for _ in range(5))
+
+
+def cell_p(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """One step of CELL: z[t] = tanh(M0[t] W_in + z[t-1] W_z), on vectors of J_p numbers."""
+    return torch.tanh(x @ W_in_p + z @ W_z_p)
+
+
+def attention_unit(M: torch.Tensor) -> torch.Tensor:
+    """One self-attention layer of one head, M[T, J_p] -> [T, J_p] (PyTorch's kernel, scores scaled by 1/sqrt(J_p))."""
+    return F.scaled_dot_product_attention(M @ WQ_p, M @ WK_p, M @ WV_p)
+
+
+def attention_stack(M: torch.Tensor, layers: list) -> torch.Tensor:
+    """len(layers) self-attention layers of one head, each with its own (WQ, WK, WV)."""
+    for WQ, WK, WV in layers:
+        M = F.scaled_dot_product_attention(M @ WQ, M @ WK, M @ WV)
+    return M
+
+
+path_Ls, rnn_Ts, att_Ts = (1, 2, 3), (4, 8, 16, 24), (4, 16, 64)
+rnn_path, att_path, att_time, cnn_path = {}, {}, {}, {}
+if DEMO:
+    for L in path_Ls:
+        for T in rnn_Ts:
+            X = torch.cat([torch.randn(T, J_p, generator=gp, dtype=torch.float64),
+                           torch.zeros(L * T, J_p, dtype=torch.float64)])
+            rnn_path[L, T] = int(path_lengths(rnn_units(cell_p, T, L), X)[-1, 0])
+        for T in att_Ts:
+            X = torch.randn(T, J_p, generator=gp, dtype=torch.float64)
+            att_path[L, T] = int(path_lengths([attention_unit] * L, X)[-1, 0])
+            att_time[L, T] = parallel_time(attention_stack, (T, J_p), [((J_p, J_p),) * 3] * L, model="log").depth
+    try:
+        W_p, beta_p = torch.randn(D, J_p, J_p, generator=gp, dtype=torch.float64), torch.zeros(J_p, dtype=torch.float64)
+        for L in range(1, 6):
+            T = 1 + (D - 1) * (2**L - 1)  # r_L words: the top layer keeps one output
+            dist = path_lengths([lambda X: conv_stride2(X[None], W_p, beta_p)[0]] * L,
+                                torch.randn(T, J_p, generator=gp, dtype=torch.float64))
+            cnn_path[T] = float(dist[-1, 0])
+    except Exception as exc:  # an unfinished conv_stride2: nothing to measure
+        print(f"CNN not measured: {type(exc).__name__}: {exc}")
+    for L in path_Ls:
+        print(f"L = {L}: RNN path " + ", ".join(f"T={T}: {rnn_path[L, T]}" for T in rnn_Ts)
+              + ";  attention path " + ", ".join(f"T={T}: {att_path[L, T]}" for T in att_Ts)
+              + ";  attention depth " + ", ".join(f"T={T}: {att_time[L, T]}" for T in att_Ts))
+    print("CNN, shallowest stack reading word 0: " + ", ".join(f"T={T}: {p:g}" for T, p in cnn_path.items()))
+
+# %% tags=["solutions-only"]
+# The worked solution's closed forms (Problem 6.9), measured above on the reference conv_stride2.
+if DEMO:
+    assert all(rnn_path[L, T] == T + L - 1 for L in path_Ls for T in rnn_Ts), \
+        "the RNN's chain from word 0 to the last state is T + L - 1 steps of CELL"  # claim: ch6-rnn-path
+    assert all(att_path[L, T] == L for L in path_Ls for T in att_Ts), "L attention layers: a chain of L units"
+    assert all(att_time[L, 4 * T] - att_time[L, T] == att_time[L, 16] - att_time[L, 4]
+               and att_time[L, 16] - att_time[L, 4] == L * (att_time[1, 16] - att_time[1, 4])
+               for L in path_Ls for T in (4, 16)), "the depth climbs by the same amount per layer each time T is x4"  # claim: ch6-attention-depth
+    assert list(cnn_path.values()) == [1.0, 2.0, 3.0, 4.0, 5.0], "r_L words need L layers"
+
+# %% [markdown]
+# Your four answers over the measurements, each scaled by a fitted factor plus a fitted
+# constant (Section 6.7's `fit`): the RNN's path and attention's steps against $T$ for each
+# $L$, the CNN's path against $T$, attention's path against $L$. (This cell shows your own
+# answers: run it yourself.)
+
+# %% tags=["answer-output"]
+if DEMO and rnn_path:
+    try:
+        exprs = {name: parse_answer(globals()[name], ["L", "T"], what=name)
+                 for name in ("ATTENTION_TIME", "RNN_PATH", "CNN_PATH", "ATTENTION_PATH")}
+    except Exception as exc:  # answers not given yet: nothing to draw
+        print(f"Your answers are not drawn: {type(exc).__name__}: {exc}")
+    else:
+        def at(name: str, L: float, T: float) -> float:
+            """Your answer `name` evaluated at L and T."""
+            return float(exprs[name].subs({s: {"L": L, "T": T}[s.name] for s in exprs[name].free_symbols}))
+
+        fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+        panels = [("RNN_PATH", rnn_path, rnn_Ts), ("ATTENTION_TIME", att_time, att_Ts)]
+        for ax, (name, measured, Ts_) in zip(axes, panels):
+            keys = [(L, T) for L in path_Ls for T in Ts_]
+            line = fit([measured[k] for k in keys], [at(name, *k) for k in keys])
+            for n, L in enumerate(path_Ls):
+                ax.plot(Ts_, [measured[L, T] for T in Ts_], "o", color=f"C{n}", label=f"measured, L = {L}")
+                ax.plot(Ts_, line[n * len(Ts_):(n + 1) * len(Ts_)], "-", color=f"C{n}")
+            ax.set_title(f"{name} = {globals()[name]!r}, fitted")
+            ax.set_xlabel("sentence length T")
+        cnn_T = list(cnn_path)
+        if cnn_T:
+            axes[2].plot(cnn_T, list(cnn_path.values()), "o", label="measured")
+            axes[2].plot(cnn_T, fit(list(cnn_path.values()), [at("CNN_PATH", L + 1, T) for L, T in enumerate(cnn_T)]),
+                         "-", label="your answer, fitted")
+            axes[2].set_xscale("log", base=2)
+        axes[2].set_title(f"CNN_PATH = {CNN_PATH!r}, fitted")
+        axes[2].set_xlabel("sentence length T")
+        axes[3].plot(path_Ls, [att_path[L, att_Ts[-1]] for L in path_Ls], "o", label=f"measured, T = {att_Ts[-1]}")
+        axes[3].plot(path_Ls, fit([att_path[L, att_Ts[-1]] for L in path_Ls],
+                                  [at("ATTENTION_PATH", L, att_Ts[-1]) for L in path_Ls]), "-", label="your answer")
+        axes[3].set_title(f"ATTENTION_PATH = {ATTENTION_PATH!r}, fitted")
+        axes[3].set_xlabel("layers L")
+        for ax in axes:
+            ax.set_ylabel("units")
+            ax.legend(fontsize=7)
+        plt.tight_layout()
+        plt.show()
+
+# %% [markdown] tags=["solutions-only"]
+# ### Worked solution (Problem 6.9)
+#
+# *Sequential steps of attention.* One layer computes its projections (sums over $J$
+# terms, a constant), the scores (a sum over a head's query/key coordinates), the softmax's normaliser (a
+# sum over the $T$ keys) and the weighted average (a sum over the $T$ values): $\log T$ up
+# to constants, and the layers follow one another, so `ATTENTION_TIME` is $L \log T$. The
+# profiler's depth climbs by the same amount per layer each time $T$ is multiplied by 4. <!-- claim: ch6-attention-depth -->
+#
+# *The RNN's path.* Word $0$ enters the first layer's first state; from there any chain to
+# the top layer's last state must take $T - 1$ steps along the time axis and $L - 1$ steps
+# up the layers, each one CELL, plus the first CELL: $T + L - 1$ units, `RNN_PATH` is
+# $T + L$. Measured exactly so. <!-- claim: ch6-rnn-path -->
+#
+# *The CNN's path.* Every chain through a stack of layers takes one unit per layer, so the
+# path length is the depth of the shallowest stack whose top output reads word $0$, the
+# `layers_needed` of Problem 6.7: `CNN_PATH` is $\log T$.
+#
+# *Attention's path.* One layer links every pair of positions in one unit (the NaN probe
+# finds every output depending on every word), so $L$ layers give a chain of $L$ units
+# whatever $T$ is: `ATTENTION_PATH` is $L$. "Every pair one step apart" is per layer.
+#
+# *Why d2l.ai's counts differ.* d2l counts one layer, and counts a matrix product or a
+# softmax as one sequential operation, as if a sum of any number of terms took one step (an
+# unbounded fan-in). Chapter 1's model charges a sum of $T$ terms $\log T$, so one attention
+# layer is $\log T$ here and $O(1)$ there; the CNN's and the RNN's sums have a constant number
+# of terms and the two counts agree per layer. For $L$ layers, the RNN's layers overlap
+# (the pipeline of Problem 6.5: $T + L$, not $T L$), and every path through $L$ layers has
+# at least $L$ units. d2l's $O(T/D)$ path is a stride-1 CNN's: its receptive field grows by
+# $D - 1$ words per layer; stride 2 doubles it per layer, hence $\log T$.

@@ -43,6 +43,10 @@ QUESTIONS: dict[str, Question] = {
     "ch3.EQUAL_WHEN": Question(("K", "J")),
     "ch6.CNN_TIME": Question(("L", "T")),
     "ch6.RNN_TIME": Question(("L", "T")),
+    "ch6.ATTENTION_TIME": Question(("L", "T")),
+    "ch6.RNN_PATH": Question(("L", "T")),
+    "ch6.CNN_PATH": Question(("L", "T")),
+    "ch6.ATTENTION_PATH": Question(("L", "T")),
 }
 
 

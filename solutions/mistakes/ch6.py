@@ -39,6 +39,15 @@ WRONG = [
     Assign("cnn_time", "CNN_TIME", "L*log(T)", ("test_cnn_time",), "a sum over the sentence in every layer"),
     Assign("rnn_time", "RNN_TIME", "T*L", ("test_rnn_time",), "the layers of the RNN not pipelined"),
     Assign("rnn_time", "RNN_TIME", "T", ("test_rnn_time",), "the one-layer answer: L layers add L steps"),
+    # Problem 6.9, sequential steps and path length (seed 003)
+    Assign("attention_time", "ATTENTION_TIME", "L", ("test_attention_time",),
+           "d2l's count: a sum over the T keys taken as one step"),
+    Assign("attention_time", "ATTENTION_TIME", "log(T)", ("test_attention_time",), "one layer, not L"),
+    Assign("rnn_path", "RNN_PATH", "T*L", ("test_rnn_path",), "the chain walks every layer's whole sentence"),
+    Assign("rnn_path", "RNN_PATH", "T", ("test_rnn_path",), "the one-layer answer: the chain climbs L layers too"),
+    Assign("cnn_path", "CNN_PATH", "T", ("test_cnn_path",), "a stride-1 CNN's path (d2l's n/k), not stride 2's"),
+    Assign("attention_path", "ATTENTION_PATH", "1", ("test_attention_path",),
+           "d2l's one layer: every chain through L layers has L units"),
     # Problem 6.6, receptive_field (a wrong one costs nothing in Problem 6.7, graded over it)
     Patch("receptive_field", "return 1 + (D - 1)", "return D**l  # D windows of D words that do not overlap",
           ("test_receptive_field",), "windows counted as disjoint (stride D), a mistake the visible test names",
