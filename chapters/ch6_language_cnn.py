@@ -1020,9 +1020,8 @@ if depth_Ts:
 # Deep Learning*, Section 11.6) counts, for **one** layer on $T$ tokens (in this book's
 # letters), "sequential operations" $O(1)$ for a CNN, $O(T)$ for an RNN and $O(1)$ for
 # self-attention, and maximum path lengths $O(T/D)$ for a stride-1 CNN of width $D$, $O(T)$
-# and $O(1)$. A
-# question the worked solution answers: where do your answers differ from those, and
-# why? (Think of what one "operation" is in each count, and of one layer against $L$.)
+# and $O(1)$. Where do your answers differ from those, and why? (Think of what one
+# "operation" is in each count, and of one layer against $L$; the worked solution answers.)
 
 # %% nbgrader={"grade": false, "grade_id": "attention_time", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
