@@ -200,7 +200,7 @@ _JOB: contextvars.ContextVar[_Job] = contextvars.ContextVar("attnlab_symbolic_jo
 
 
 class _Names(PostLex):
-    """Post-lexer: splits runs of letters into variables and functions (LT -> L T, logT -> log T)
+    """Post-lexer: splits runs of letters into variables and functions (XY -> X Y, logN -> log N)
     and marks names and numbers written right after another name or number (GVAR, GNUM)."""
 
     always_accept = ("WORD", "WRAPPED", "LATEX_UNKNOWN")

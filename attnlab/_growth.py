@@ -504,7 +504,7 @@ class Orders:
 
     def log(self, expr: sympy.Expr) -> Order:
         """The order of log(x): for each of x's maximal terms and each variable in it, the
-        logarithm one level below that variable's leading level (log J^2 log T ~ log J + log log T)."""
+        logarithm one level below that variable's leading level (log J^2 log N ~ log J + log log N)."""
         (arg,) = expr.args
         inner = self.order(arg)
         atoms: set[Mono] = set()

@@ -88,5 +88,12 @@ def rnn_units(cell: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], T: int
             return torch.stack(rows)
         return unit
 
-    return [wavefront(k) for k in range(T + L - 1)]
+    def runs(k: int) -> bool:  # some cell of wavefront k exists
+        return any(0 <= k - (l - 1) < T for l in range(1, L + 1))
+
+    units, k = [], 0
+    while runs(k):
+        units.append(wavefront(k))
+        k += 1
+    return units
 

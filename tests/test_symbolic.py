@@ -384,6 +384,10 @@ COURSE_ACCEPT: dict[str, list[str]] = {
                          "L log(XYJK) + L", "L*log(XYJ)", "L*(log X + log Y + log J)"],
     "ch6.CNN_TIME": ["L", "2L + 1", "L + log L", "L + sqrt(L)"],
     "ch6.RNN_TIME": ["T + L", "max(T, L)", "T + L + log(T)", "T + L + sqrt(T L)"],
+    "ch6.ATTENTION_TIME": ["L log T", "O(L*log2(T))", "L*ln(T) + L", "2 L log(T) + 3 L"],
+    "ch6.RNN_PATH": ["L + T", "T + L - 1", "O(T + L)", "max(T, L)"],
+    "ch6.CNN_PATH": ["log2(T)", "ln T + 1", "O(log(T))", "log(2T)"],
+    "ch6.ATTENTION_PATH": ["L", "O(L)", "2L + 1", "L + 1"],
 }
 
 COURSE_REJECT: dict[str, list[str]] = {
@@ -452,6 +456,10 @@ COURSE_REJECT: dict[str, list[str]] = {
     "ch6.RNN_TIME": ["T", "L", "T*L", "T + log L", "log T + L", "T^2 + L", "T + L^2", "T*log(T) + L", "T + L*log(L)",
                      "sqrt(T) + L", "T + sqrt(L)", "max(T, log(L))",
                      "T + L + T*L", "T*log(L) + L", "L*log(T) + T", "T + L + sqrt(T*L)*log(T)"],
+    "ch6.ATTENTION_TIME": ["L*T", "log(T)", "L", "L + log(T)", "L*T*log(T)", "L^2 log(T)", "L*log(log(T))"],
+    "ch6.RNN_PATH": ["T", "L", "T*L", "log(T) + L", "T^2 + L", "1"],
+    "ch6.CNN_PATH": ["T", "L", "1", "sqrt(T)", "T*L", "log(log(T))", "T^2", "L^2 + 1"],
+    "ch6.ATTENTION_PATH": ["1", "T", "L*log(T)", "L*T", "L^2", "log(L)"],
 }
 
 
@@ -643,8 +651,11 @@ FORMULA = re.compile(r"[-+*/^()=]|log|sqrt|\\frac|Θ")
 
 
 def _kit_files() -> list[Path]:
-    """Every text file of the student kit."""
-    return [p for p in sorted(Path(attnlab.__file__).parent.rglob("*")) if p.is_file() and p.suffix != ".pyc"]
+    """Every file of the student kit the release ships (autograder.kit.kit_files: no build outputs or caches)."""
+    from autograder.kit import kit_files
+
+    kit = Path(attnlab.__file__).parent
+    return [kit / rel for rel in kit_files(kit)]
 
 
 def _written_forms(reference: str) -> set[str]:
