@@ -305,9 +305,10 @@ class Course:
         except EOFError:  # it died without a word: killed (a cgroup's OOM kill, a signal)
             got = ("memory" if bound.oom_killed() or child.join(5) or child.exitcode in (-9, None) else "died", None)
         finally:
-            if child.is_alive():
-                child.kill()
-            child.join(5)
+            if child.pid is not None:  # it started (a step that cannot be sent to a clean process never does)
+                if child.is_alive():
+                    child.kill()
+                child.join(5)
             bound.release()
         kind, value = got
         if kind == "ok":

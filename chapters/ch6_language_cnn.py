@@ -1173,7 +1173,8 @@ if DEMO and rnn_path:
             """Your answer `name` evaluated at L and T."""
             return float(exprs[name].subs({s: {"L": L, "T": T}[s.name] for s in exprs[name].free_symbols}))
 
-        fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+        fig, axes = plt.subplots(2, 2, figsize=(8.5, 7))  # as wide as the book's other figures: readable
+        axes = axes.ravel()
         panels = [("RNN_PATH", rnn_path, rnn_Ts), ("ATTENTION_TIME", att_time, att_Ts)]
         for ax, (name, measured, Ts_) in zip(axes, panels):
             keys = [(L, T) for L in path_Ls for T in Ts_]

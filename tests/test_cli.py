@@ -666,13 +666,18 @@ def _allocate(n: int) -> int:
     return len(bytearray(n))
 
 
+def _unreadable_zip() -> None:
+    """A step that fails with its own error (module level: a clean process must be able to receive it)."""
+    raise collect.CollectError("unreadable zip")
+
+
 def test_a_step_that_reads_student_data_runs_bounded(tmp_path) -> None:
     """Course.bounded: the step's result and its own errors come back; a blow-up past the bound is one CourseError
     (the same allocation is fine unbounded), and this process is untouched."""
     c = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=600))
     assert c.bounded("similarity", _allocate, 64 << 20) == 64 << 20
     with pytest.raises(collect.CollectError, match="unreadable"):
-        c.bounded("collect", lambda: (_ for _ in ()).throw(collect.CollectError("unreadable zip")))
+        c.bounded("collect", _unreadable_zip)
     with pytest.raises(course.CourseError, match="similarity ran out of memory"):
         c.bounded("similarity", _allocate, 2 << 30)
     assert _allocate(512 << 20) == 512 << 20  # the bound was the child's alone
