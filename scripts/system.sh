@@ -16,7 +16,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 missing() {  # the packages LANE needs that are not usable now
     [ -x /usr/bin/bwrap ] || [ -x /bin/bwrap ] || echo bubblewrap
-    /sbin/ldconfig -p 2>/dev/null | grep -q "libseccomp\.so\.2 " || echo libseccomp2
+    # grep reads all of ldconfig's output (grep -q would stop at the first match, and under pipefail ldconfig's
+    # SIGPIPE would then count as "missing": it did, at random)
+    /sbin/ldconfig -p 2>/dev/null | grep "libseccomp\.so\.2 " >/dev/null || echo libseccomp2
     if [ ! -x "${ATTNLAB_VENV:-$root/.venv}/bin/python" ] && ! "${PYTHON:-python3}" -c "import ensurepip, venv" 2>/dev/null
     then echo python3-venv
     fi
