@@ -227,8 +227,9 @@ class Plan:
         on_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and _real(p) in kit]
         if on_path:
             env["PYTHONPATH"] = os.pathsep.join(on_path)
-        if cuda_library_dirs():  # the loader reads its path once, at the zygote's start
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(cuda_library_dirs())
+        drivers = cuda_library_dirs()
+        if drivers:  # the loader reads its path once, at the zygote's start
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(drivers)
         return env
 
     def accounts(self) -> tuple[bytes, bytes]:
