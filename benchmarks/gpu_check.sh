@@ -37,6 +37,8 @@ export PATH="$BIN:$PATH" MPLBACKEND=Agg PYTHONHASHSEED=0
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.is_available() and torch.cuda.get_device_name(0))"
 echo "== set-up took $((SECONDS - t0)) s"
+echo "== the zygote's imports, step by step, in the sandbox (benchmarks/sandbox_probe.py)"
+"$PY" benchmarks/sandbox_probe.py 2>&1 | tail -40
 
 if [ "${SKIP_CHAPTERS:-0}" != 1 ]; then
 echo "== every chapter executed on CUDA (hidden checks judged locally), in parallel"
