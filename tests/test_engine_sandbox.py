@@ -245,6 +245,27 @@ def test_a_plan_holds_a_minimal_environment() -> None:
                               "MKL_NUM_THREADS"}
 
 
+def test_every_uid_inside_has_an_account() -> None:
+    """In root mode the zygote is uid 0 and its notebooks the student's uid: both resolve (getpass, pwd)."""
+    for plan in (sandbox.Plan(mode="root", uid=1_500_000_000), sandbox.Plan(mode="userns", uid=0)):
+        passwd, group = (text.decode() for text in plan.accounts())
+        uids = {int(line.split(":")[2]) for line in passwd.splitlines()}
+        gids = {int(line.split(":")[2]) for line in group.splitlines()}
+        assert {0, 0 if plan.mode == "userns" else plan.uid} <= uids and uids == gids
+
+
+@pytest.mark.sandbox
+def test_the_zygote_knows_its_own_user() -> None:
+    """torch 2.11's `import torch._dynamo` calls getpass.getuser() in the zygote: uid 0 had no account there, the
+    import failed half-way and every notebook's own import then failed (seen on an H200; not on torch 2.13)."""
+    import subprocess
+
+    code = "import getpass, os; print('user', os.getuid(), getpass.getuser())"
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sandbox_probe.py"), "-c", code],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "\nuser " in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+
+
 # ---- time limits count the time a notebook could run ------------------------------------------------
 
 def test_waiting_for_a_cpu_is_not_counted() -> None:

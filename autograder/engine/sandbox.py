@@ -44,6 +44,7 @@ UID_RANGE = (1_000_000_000, 2_000_000_000)  # sandbox uids (root mode): a fresh 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.types")
 ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 SANDBOX_UID_NAME = "student"
+ZYGOTE_UID_NAME = "zygote"  # the zygote's uid 0 in root mode (it forks, drops to the student's uid, then runs)
 
 
 class SandboxError(RuntimeError):
@@ -233,10 +234,18 @@ class Plan:
         return env
 
     def accounts(self) -> tuple[bytes, bytes]:
-        """/etc/passwd and /etc/group inside: the sandbox's user only."""
+        """/etc/passwd and /etc/group inside: the sandbox's user, and in root mode the zygote's own (uid 0).
+
+        Every uid a process inside runs as has an account: torch 2.11's `import torch._dynamo` calls
+        `getpass.getuser()`, which raised KeyError for the zygote's uid 0 (seen on an H200), left a half-imported
+        module behind, and every notebook's own import then failed ("Artifact ... already registered")."""
         uid = self.uid if self.mode == "root" else 0
-        return (f"{SANDBOX_UID_NAME}:x:{uid}:{uid}::{WORKDIR}:/bin/false\n".encode(),
-                f"{SANDBOX_UID_NAME}:x:{uid}:\n".encode())
+        passwd = f"{SANDBOX_UID_NAME}:x:{uid}:{uid}::{WORKDIR}:/bin/false\n"
+        group = f"{SANDBOX_UID_NAME}:x:{uid}:\n"
+        if uid != 0:
+            passwd += f"{ZYGOTE_UID_NAME}:x:0:0::{ZYGOTE_HOME}:/bin/false\n"
+            group += f"{ZYGOTE_UID_NAME}:x:0:\n"
+        return passwd.encode(), group.encode()
 
     def go(self, limits: Limits, *, nproc_base: int, threads: int, max_job_frame: int) -> dict:
         """What a forked notebook does before its first cell (the `go` frame's header)."""
