@@ -60,7 +60,6 @@
 
 # %%
 import math
-import os
 import statistics
 import time
 
@@ -414,36 +413,7 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # can be handed to the kernel as they are.
 
 # %%
-from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-
-FUSED = {"_scaled_dot_product_flash_attention": "flash", "_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
-         "_scaled_dot_product_efficient_attention": "memory-efficient",
-         "_scaled_dot_product_cudnn_attention": "cuDNN", "_flash_attention_forward": "flash"}
-
-
-class KernelWatch(TorchDispatchMode):
-    """Records the aten operations a computation runs and the largest tensor it allocates."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-        self.largest_bytes = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self.ops.append(func.overloadpacket.__name__)
-        if not func.is_view:  # a view shares its input's memory
-            sizes = [t.numel() * t.element_size() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-            self.largest_bytes = max([self.largest_bytes, *sizes])
-        return out
-
-    @property
-    def kernel(self) -> str:
-        """Which attention kernel ran: a fused one by name, else the unfused math path."""
-        fused = [FUSED[op] for op in self.ops if op in FUSED]
-        return fused[0] if fused else "math (unfused)"
+from attnlab.kernels import attention_backend
 
 
 def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
@@ -463,9 +433,9 @@ M = torch.randn(T, J, generator=g, dtype=torch.float64).to(device)
 select = torch.eye(J, dtype=torch.float64, device=device).reshape(H, I, J)  # select[h] picks M's columns h*I..
 blocks = M.view(T, H, I).transpose(0, 1)[None]   # [1, H, T, I]: blocks[0, h] = M's h-th block of I columns
 assert blocks.stride(-1) == 1, "the blocks' last dimension must be contiguous for a fused kernel to take them"
-with KernelWatch() as watch:
-    fused = fused_attention(blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))  # head h: blocks h, h+1, h+2
-print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {watch.kernel}")
+qkv_blocks = (blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))  # head h: blocks h, h+1, h+2
+fused = fused_attention(*qkv_blocks)
+print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {attention_backend(fused_attention, *qkv_blocks)}")
 
 # %% tags=["answer-output"]
 mine = self_attention(M, select, select.roll(-1, dims=0), select.roll(-2, dims=0))  # [T, H*I]
@@ -479,17 +449,14 @@ assert err < 1e-10, f"your self_attention differs from scaled_dot_product_attent
 # $K = I = 64$; float32 on a CPU, bfloat16 on a GPU, where the flash kernels need 16-bit
 # floats): your `self_attention`, the whole layer; the middle of the layer, from the heads'
 # queries, keys and values (random ones of the layer's sizes) to $V$, through the math
-# kernel (3-D inputs) and through the fused kernel PyTorch picks for 4-D inputs (on a GPU
-# also each fused kernel forced in turn); and, as the kernels leave them out, the three
-# projections of all heads alone, timed as seed 004's one stacked product: a
-# $[T, J] \times [J, H(2K+I)]$ matrix product. A kernel's time plus the projections' time
-# is one layer's. Each point is the **median** of repeated runs after two warm-up runs;
-# the bars span the middle half of the runs (25th to 75th percentile), so a run disturbed
-# by another process on a shared machine moves the bar, not the point. (On a CPU that is
-# busy with other work, the timing runs on one thread: the threads of a parallel region
-# would wait for each other's time slices. The output says which.) Alongside, the
-# largest tensor each computation allocates: the $H\times T\times T$ scores of the unfused
-# ones, $H T^2 \times$ (bytes per number), which the fused kernel never stores.
+# kernel (3-D inputs) and through the kernel PyTorch picks for 4-D inputs; and, as the
+# kernels leave them out, the three projections of all heads alone, timed as seed 004's one
+# stacked product: a $[T, J] \times [J, H(2K+I)]$ matrix product. A kernel's time plus the
+# projections' time is one layer's. The legend names the kernel that ran
+# (`attnlab.kernels.attention_backend` watches the operations a call runs). Each point is
+# the **median** of repeated runs after two warm-up runs; the bars span the middle half of
+# the runs (25th to 75th percentile), so a run disturbed by another process on a shared
+# machine moves the bar, not the point.
 
 # %%
 def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
@@ -508,96 +475,53 @@ def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
     return times
 
 
-def forced(backend: SDPBackend):
-    """fused_attention with only `backend` allowed (raises if that kernel cannot run these inputs)."""
-    def attention(*args):
-        with sdpa_kernel([backend]):
-            return fused_attention(*args)
-    return attention
-
-
 H, K, I = 4, 64, 64
 J = H * I
 dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-# On a CPU shared with other work (load average above the core count), the threads of one parallel
-# region wait for each other's time slices and small T time nonsense: time on one thread there.
-threads = torch.get_num_threads()
-if device.type == "cpu" and os.getloadavg()[0] > (os.cpu_count() or 1):
-    threads = 1
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: timing on 1 thread")
 # name -> (function, what it is given: "layer" M and the weights, "heads" Query, Key, Value, "product" M and W)
 methods = {"self_attention (einsum)": (self_attention, "layer"),
            "the projections alone (one product)": (torch.matmul, "product"),
-           "math kernel (3-D inputs)": (math_attention, "heads"),
-           "fused, PyTorch's choice (4-D inputs)": (fused_attention, "heads")}
-if device.type == "cuda":
-    methods |= {f"forced {name}": (forced(b), "heads") for name, b in [
-        ("flash", SDPBackend.FLASH_ATTENTION), ("memory-efficient", SDPBackend.EFFICIENT_ATTENTION),
-        ("cuDNN", SDPBackend.CUDNN_ATTENTION)]}
+           "3-D inputs": (math_attention, "heads"),
+           "4-D inputs": (fused_attention, "heads")}
 Ts = [] if is_grading() else ([256, 512, 1024, 2048, 4096, 8192, 16384] if device.type == "cuda"
                               else [64, 128, 256, 512, 1024])
 g = torch.Generator().manual_seed(3)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device, dtype) / J**0.5 for d in (K, K, I))
 W = torch.randn(J, H * (2 * K + I), generator=g).to(device, dtype) / J**0.5  # the projections' work, stacked
 runs = {name: [] for name in methods}      # per method: the list of run times at each T
-largest = {name: [] for name in methods}   # per method: the largest tensor at each T, bytes
-kernels = {}
-all_threads = torch.get_num_threads()
-torch.set_num_threads(threads)
+kernels = {}                               # per method: the kernel that ran
 with torch.no_grad():
     for T in Ts:
         M = torch.randn(T, J, generator=g).to(device, dtype)
         heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]  # [1, H, T, .]
         given = {"layer": (M, WQ, WK, WV), "heads": heads, "product": (M, W)}
-        for name, (fn, kind) in list(methods.items()):
-            try:
-                with KernelWatch() as watch:
-                    fn(*given[kind])
-            except RuntimeError as exc:  # a forced kernel that cannot run here
-                print(f"{name}: not available ({str(exc).splitlines()[0][:80]})")
-                del methods[name], runs[name], largest[name]
-                continue
-            kernels[name] = "a matrix product" if kind == "product" else watch.kernel
-            largest[name].append(watch.largest_bytes)
+        for name, (fn, kind) in methods.items():
+            kernels[name] = "a matrix product" if kind == "product" else attention_backend(fn, *given[kind])
             runs[name].append(timings(fn, *given[kind]))
-torch.set_num_threads(all_threads)
-print(f"device {device.type}, dtype {dtype}, {threads} thread(s), H={H}, K=I={K}, J={J}")
-for name in methods:
-    print(f"  {name}: ran {kernels.get(name, '-')}")
+print(f"device {device.type}, dtype {dtype}, {torch.get_num_threads()} thread(s), H={H}, K=I={K}, J={J}")
 for k, T in enumerate(Ts):
-    cells = [f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods]
-    scores_mib = H * T * T * torch.finfo(dtype).bits // 8 / 2**20
-    print(f"T = {T:5d}: " + "  ".join(cells) + f"   (scores {scores_mib:7.1f} MiB)")
+    print(f"T = {T:5d}: " + "  ".join(f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods))
 if len(Ts) > 1:
-    print(f"from T = {Ts[-2]} to T = {Ts[-1]} (the scores' work x4):")
+    print(f"from T = {Ts[-2]} to T = {Ts[-1]} (the scores' work x4), time grew:")
     for name in methods:
-        time_growth = statistics.median(runs[name][-1]) / statistics.median(runs[name][-2])
-        memory_growth = largest[name][-1] / max(largest[name][-2], 1)
-        print(f"  {name}: time x{time_growth:.1f}, largest tensor x{memory_growth:.1f}")  # claim: ch1-growth
+        growth = statistics.median(runs[name][-1]) / statistics.median(runs[name][-2])
+        print(f"  {name} ({kernels[name]}): x{growth:.1f}")  # claim: ch1-growth
 
 # %%
 if Ts:
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for name in methods:
         q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in runs[name]))
-        axes[0].errorbar(Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
-                         marker="o", capsize=3, label=f"{name}: {kernels[name]}")
-        axes[1].loglog(Ts, largest[name], "o-", label=name)
-    first = statistics.median(runs["self_attention (einsum)"][-1])
-    axes[0].plot(Ts, [first * (T / Ts[-1]) ** 2 for T in Ts], "k--", alpha=0.5, label=r"$\propto T^2$ (the work)")
-    axes[0].set_xscale("log", base=2)
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("sequence length T")
-    axes[0].set_ylabel("seconds (median, bars: quartiles)")
-    axes[0].set_title(f"One layer and its parts on {device.type}, {str(dtype).removeprefix('torch.')}")
-    axes[0].legend(fontsize=8)
-    bytes_per = torch.finfo(dtype).bits // 8
-    axes[1].loglog(Ts, [H * T * T * bytes_per for T in Ts], "k--", alpha=0.5, label=r"$H T^2$ scores")
-    axes[1].set_xlabel("sequence length T")
-    axes[1].set_xscale("log", base=2)
-    axes[1].set_ylabel("largest tensor allocated (bytes)")
-    axes[1].set_title("Memory: the T x T scores")
-    axes[1].legend(fontsize=8)
+        ax.errorbar(Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
+                    marker="o", capsize=3, label=f"{name}: {kernels[name]} ran")
+    last = statistics.median(runs["self_attention (einsum)"][-1])
+    ax.plot(Ts, [last * (T / Ts[-1]) ** 2 for T in Ts], "k--", alpha=0.5, label=r"$\propto T^2$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("seconds (median, bars: quartiles)")
+    ax.set_title(f"One layer and its parts on {device.type}, {str(dtype).removeprefix('torch.')}")
+    ax.legend(fontsize=8)
     plt.tight_layout()
     plt.show()
 
@@ -606,9 +530,8 @@ if Ts:
 # the machine is bound by the work, not by the depth. The projections' work grows only like
 # $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
 # the weighted average take over. The fused kernel does the same work as the math kernel
-# without writing the scores out, which saves memory traffic; its largest tensor grows
-# like $T$, not $T^2$. The run above prints, for the last doubling of $T$, how much each
-# time and each largest tensor grew, the ratios to read these sentences against
+# without writing the scores out, which saves memory traffic. The run above prints, for the
+# last doubling of $T$, how much each time grew, the ratios to read these sentences against
 # <!-- claim: ch1-growth -->. The depth itself, which is what the problems above ask about, is
 # measured directly by the book's parallel-time profiler in the next section.
 #
@@ -708,7 +631,8 @@ if depth_Ts:
 
 # %%
 if Ts and depth_Ts:
-    C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" else threads
+    C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" \
+        else torch.get_num_threads()
     H1, K1, I1 = 4, 64, 64
     J1 = H1 * I1
     measured = [statistics.median(r) for r in runs["self_attention (einsum)"]]

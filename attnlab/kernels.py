@@ -1,0 +1,85 @@
+"""Which attention kernel a computation ran, and the largest tensor it allocated.
+
+PyTorch's ``F.scaled_dot_product_attention`` picks one of several kernels at run time: a
+*fused* one (flash attention, memory-efficient attention or cuDNN on a GPU, a flash kernel on
+the CPU), which streams over the keys and never stores the scores, or the *math* kernel, which
+does what a hand-written einsum layer does. A fused kernel takes only 4-D inputs ``[B, H, T, d]``
+whose last dimension is contiguous; on other inputs the math kernel runs. Which one ran is not
+returned, so it is read from the aten operations the call runs::
+
+    >>> import torch, torch.nn.functional as F
+    >>> q = torch.randn(1, 2, 8, 4)                      # [B, H, T, d]
+    >>> attention_backend(F.scaled_dot_product_attention, q, q, q)   # on a CPU
+    'flash (CPU)'
+    >>> attention_backend(F.scaled_dot_product_attention, q[0], q[0], q[0])   # 3-D: no fused kernel
+    'math (unfused)'
+    >>> largest_tensor(lambda a, b: a @ b, torch.empty(3, 5, device="meta"), torch.empty(5, 7, device="meta"))
+    21
+
+Both run ``fn`` once under a ``TorchDispatchMode`` (``OpWatch``), which sees every aten
+operation, on any device and on *meta* tensors (shapes without data: the largest tensor of a
+computation far too big to run is measured without allocating it). A view (``view``,
+``transpose``, ``expand``, ...) shares its input's memory and is not counted as allocated.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+__all__ = ["FUSED_KERNELS", "MATH", "OpWatch", "attention_backend", "largest_tensor"]
+
+# The aten operation each fused kernel of scaled_dot_product_attention runs, by the kernel's name.
+FUSED_KERNELS = {
+    "_scaled_dot_product_flash_attention": "flash",
+    "_flash_attention_forward": "flash",
+    "_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
+    "_scaled_dot_product_efficient_attention": "memory-efficient",
+    "_efficient_attention_forward": "memory-efficient",
+    "_scaled_dot_product_cudnn_attention": "cuDNN",
+}
+MATH = "math (unfused)"  # no fused kernel ran: the scores were computed and stored
+
+
+class OpWatch(TorchDispatchMode):
+    """Records, while active, the aten operations run (by name) and the largest tensor they allocate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+        self.largest_numel = 0   # numbers in the largest tensor an operation allocated
+        self.largest_bytes = 0   # bytes of the largest tensor an operation allocated
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.ops.append(func.overloadpacket.__name__)
+        if not func.is_view:  # a view shares its input's memory
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor):
+                    self.largest_numel = max(self.largest_numel, t.numel())
+                    self.largest_bytes = max(self.largest_bytes, t.numel() * t.element_size())
+        return out
+
+    @property
+    def backend(self) -> str:
+        """The attention kernel that ran: the first fused one by name (FUSED_KERNELS), else MATH."""
+        return next((FUSED_KERNELS[op] for op in self.ops if op in FUSED_KERNELS), MATH)
+
+
+def attention_backend(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
+    """The attention kernel that fn(*args, **kwargs) runs (called once): 'flash', 'flash (CPU)',
+    'memory-efficient', 'cuDNN' or 'math (unfused)'; a function with no fused kernel in it gives MATH."""
+    with OpWatch() as watch:
+        fn(*args, **kwargs)
+    return watch.backend
+
+
+def largest_tensor(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """The number of entries of the largest tensor that fn(*args, **kwargs) allocates (called once;
+    views excluded, the inputs not counted). On meta tensors nothing is allocated for real."""
+    with OpWatch() as watch:
+        fn(*args, **kwargs)
+    return watch.largest_numel
