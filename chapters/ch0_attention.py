@@ -23,8 +23,8 @@
 # %% [markdown]
 # ## Notation
 #
-# <!-- letters: H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count T:length V:output
-# W:weights \alpha:attention \ell:layer e:euler h:heads i:valuesize j:width k:keysize n:count
+# <!-- letters: G:stackedheads H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count T:length V:output
+# W:weights \alpha:attention \beta:bias \sigma:sigmoid \ell:layer e:euler h:heads i:valuesize j:width k:keysize n:count
 # q:query s:score t:length -->
 #
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
@@ -53,13 +53,13 @@
 #   letter $K$ also names the key matrix $\mathbf{K}_{\ell,h}$ (and, in this book, the
 #   query/key size). We write $T$ for the number of items and $M^\top \in \mathbb{R}^{J\times T}$
 #   for the matrix with one $J$-dimensional column per item. (The notes also call
-#   $\mathbf{H}_\ell$ "a $D$-dimensional vector"; it is a matrix of $K$ such vectors.)
+#   $\mathbf{H}_\ell$ "a <!-- seed -->$D$<!-- /seed -->-dimensional vector"; it is a matrix of $K$ such vectors.)
 # * *Seed 004's SoftMax "on $\mathbf{M} \in \mathbb{R}^{J\times N}$ with $N$ instances of $J$
 #   values".* In this book $J$ is the width of an item and $M$ the row-form sequence, so we
 #   restate it: SoftMax acts on a score matrix with keys down and queries across and
 #   normalises **each column**; that is what
 #   $\exp(\mathbf{M}) / \mathbf{1}^\top\exp(\mathbf{M})$ means.
-# * *Seed 004's $\mathbf{Q}, \mathbf{K}, \mathbf{V} \in \mathbb{R}^{D\times D}$* are square;
+# * *Seed 004's <!-- seed -->$\mathbf{Q}, \mathbf{K}, \mathbf{V} \in \mathbb{R}^{D\times D}$<!-- /seed -->* are square;
 #   here $W^Q[h], W^K[h] \in \mathbb{R}^{K\times J}$ and $W^V[h] \in \mathbb{R}^{I\times J}$,
 #   usually with $I = J/H$ so that the $H$ stacked heads have $J$ rows again.
 # * *Scaling.* Seed 003 writes plain dot products $q\cdot k_n$ and seed 004 has no factor
@@ -110,12 +110,12 @@ print("active device:", device)
 #
 # Keys and queries live in the same space ($K$ coordinates); values may have any number
 # $I$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and
-# $\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$ <!-- given -->.
+# <!-- seed -->$\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$<!-- /seed --> <!-- given -->.
 #
 # Why divide by $\sqrt{K}$? If the coordinates of $q$ and of a key are independent with
 # mean 0 and variance 1, their dot product has variance $K$; dividing by $\sqrt{K}$ keeps
 # the scores of order 1 whatever the size, so the softmax neither saturates nor
-# flattens as $K$ grows.
+# flattens as $K$ grows <!-- not a claim: derived in the sentence from the dot product's variance -->.
 #
 # **Problem 0.1 (seed 003).** Implement `dot_product_attention`. Work on the inputs'
 # device and dtype.
@@ -227,6 +227,7 @@ assert f"{weights[0, 2].item():.1e}" == "3.1e-05" == f"{math.exp(-18 / math.sqrt
 assert 1e-26 < weights[3, 2] < 1e-24, "token 4's weight on token 3 is about 1e-25"  # claim: ch0-token4-on-3
 assert f"{gap[0].min():.1e}" == f"{gap[0].max():.1e}" == "9.2e-05" and 1e-11 < gap[1].max() < 2e-11 \
     and gap[2:].max() < 1e-14, "token 1's gap is 9.2e-5, token 2's 1.6e-11, tokens 3 and 4 below 1e-14"  # claim: ch0-gaps
+assert [round(n) for n in M.norm(dim=1).tolist()] == [4, 9, 14, 19], "the embeddings' norms are 4 to 19"  # claim: ch0-norms
 
 
 # %%
@@ -266,7 +267,7 @@ plt.show()
 # 1. *No learned projections.* The queries and keys are the embeddings themselves. All
 #    coordinates are positive and grow with the token's index, so for any query
 #    $q = M[t]$ the dot product $q \cdot M[t']$ grows with $t'$: token 4 wins every
-#    comparison, even against the query's own token. A real layer multiplies by learned
+#    comparison, even against the query's own token. <!-- claim: ch0-one-hot --> A real layer multiplies by learned
 #    $W^Q$ and $W^K$ first, and those decide which tokens a query should match.
 # 2. *Large scores.* Softmax depends only on the *differences* between scores, and here
 #    they are huge: token 4 against itself scores $365/\sqrt{3} = 210.7$; token 1's
@@ -275,7 +276,7 @@ plt.show()
 #    <!-- claim: ch0-token1-on-3 -->, and the gaps only widen for the later tokens (token
 #    4's weight on token 3 is $e^{-99/\sqrt3} \approx 10^{-25}$ <!-- claim: ch0-token4-on-3 -->).
 #    Dividing by $\sqrt{3}$ cannot help when the embeddings have norm 4 to 19 instead of
-#    about $\sqrt{3}$.
+#    about $\sqrt{3}$ <!-- claim: ch0-norms -->.
 #
 # Scale is the knob: the same four directions, normalised to unit length (roughly what
 # a layer normalisation does), give scores that differ by less than $0.03$ and weights
@@ -331,7 +332,7 @@ print("dot_product_attention reproduces the four context vectors")
 #
 # has, in column $t$, the weighted average of the value columns: query $t$'s context
 # vector. Stacking the heads' blocks (head 0 on top) is seed 004's
-# $\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$, with $\delta_h$ the $h$-th unit vector of
+# <!-- seed -->$\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$<!-- /seed -->, with <!-- seed -->$\delta_h$<!-- /seed --> the $h$-th unit vector of
 # $\mathbb{R}^H$: the result has $H I$ rows and $T$ columns. Seed 004 also notes that the
 # three products can be done as one, $\left[W^Q[h]; W^K[h]; W^V[h]\right] M^\top$, stacking
 # the weights (and the heads) by rows.

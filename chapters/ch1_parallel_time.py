@@ -5,7 +5,7 @@
 # layer looks at every position at once. This chapter makes that statement exact: we write
 # one self-attention layer as tensor equations, implement it, and then count its
 # **parallel running time**: the length of the longest chain of operations that must
-# happen one after another when every independent operation runs at the same time.
+# happen one after another when every independent operation runs at the same time <!-- not a claim: a definition -->.
 #
 # You will
 #
@@ -45,12 +45,12 @@
 # | $Z[h,t]$ | the softmax's normaliser | $Z$ | $Z$ |
 # | depth, work; $C$ | critical path, operations; processors | "parallel running time" | "parallel running time" |
 #
-# Careful: seed 002 uses $k$ for heads and $U$ for the query/key dimension; this book uses
+# Careful: seed 002 uses $k$ for heads and <!-- seed -->$U$<!-- /seed --> for the query/key dimension; this book uses
 # $h$ for heads and $k < K$ for the query/key index throughout.
 #
 # **Relations between the sizes.** Every layer has $J = H I$ (the heads' values stacked
 # give a vector of width $J$ again), and the query/key and value sizes are at most the
-# width: $K \le J$, $I \le J$ (seed 002: "$U < J$"). The questions below state which of
+# width: $K \le J$, $I \le J$ (seed 002: "<!-- seed -->$U < J$<!-- /seed -->") <!-- given -->. The questions below state which of
 # these they use; an answer is judged as an order under the relations its question states.
 #
 # **Errata.** Seed 002 P4 writes the scores without the factor $1/\sqrt{K}$ that seed 000
@@ -98,7 +98,7 @@ print("active device:", device)
 #
 # **Problem 1.1.** Implement `self_attention`. Work on the inputs' device and dtype (never
 # create a tensor with a fixed dtype or on a fixed device). `torch.einsum` with the index
-# letters of the equations is the most direct route.
+# letters of the equations is the most direct route <!-- not a claim: advice -->.
 
 # %% nbgrader={"grade": false, "grade_id": "self_attention", "locked": false, "schema_version": 3, "solution": true}
 def self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
@@ -236,7 +236,7 @@ hidden_check("ch1.transformer", transformer)
 # Assume an ideal parallel machine: any number of independent scalar operations run at
 # once, and an operation can start as soon as its inputs exist. The **parallel running
 # time** (the *depth*) of a computation is then the length of its longest chain of
-# dependent operations. Constant factors do not matter: answer with the order, as an
+# dependent operations. <!-- not a claim: a definition --> Constant factors do not matter: answer with the order, as an
 # expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `r"J(\log T)^2"`, raw for the backslash; any
 # expression of the same order is accepted, constants and lower-order terms are ignored).
 #
@@ -328,7 +328,7 @@ hidden_check("ch1.SOFTMAX_TIME_PRACTICE", SOFTMAX_TIME_PRACTICE)
 # are serial, the sums over positions $t'$ are logarithmic. Answer again in
 # `LAYER_TIME_PRACTICE`, as a function of $T$, $J$ and $K$.
 #
-# Both with $J = HI$, $K \le J$ and $I \le J$ (seed 002: "$I$ and $U$ are both less than $J$").
+# Both with $J = HI$, $K \le J$ and $I \le J$ (seed 002: "$I$ and <!-- seed -->$U$<!-- /seed --> are both less than $J$") <!-- given -->.
 
 # %% nbgrader={"grade": false, "grade_id": "layer_time", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T, J and K.
@@ -367,7 +367,7 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # *Logarithmic sums (seed 000 P1b).* Replace every sum over $N$ terms by
 # $\lceil \log_2 N\rceil$: $O(L(\log J + \log K + \log T))$. The Transformer's depth grows
 # only logarithmically in the sequence length, against $O(T)$ for an RNN that must walk
-# through the positions.
+# through the positions. <!-- claim: ch1-log-doubling -->
 #
 # *One softmax (seed 002 P4a).* Scores: an inner product of length $K$, $O(\log K)$; then
 # $Z$, a sum over $T$ terms, $O(\log T)$: in all $O(\log T + \log K)$. With serial inner
@@ -390,10 +390,10 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 #
 # Depth is what an ideal machine with unlimited processors would see. A real device has a
 # fixed number $C$ of processors, and Brent's bound says that a computation runs on it in
-# time at most $\text{work}/C + \text{depth}$. One layer does
+# time at most $\text{work}/C + \text{depth}$. <!-- not a claim: Brent's theorem --> One layer does
 # $\text{work} = \Theta\big(T^2 (K + I) H + T J (2K + I) H\big)$ scalar operations (the
 # scores and the weighted average over all pairs of positions, then the three projections),
-# so on a CPU with a few cores the work term dominates and the wall-clock grows like $T^2$;
+# so on a CPU with a few cores the work term dominates and the wall-clock grows like $T^2$; <!-- claim: ch1-growth -->
 # on a GPU the $T^2$ growth only appears once $T^2 H$ exceeds what its cores do at once.
 #
 # PyTorch's `scaled_dot_product_attention` computes the middle of a layer, from the per-head
@@ -529,7 +529,7 @@ if Ts:
 # On a CPU the einsum and math curves bend towards the $T^2$ line: with a handful of cores
 # the machine is bound by the work, not by the depth. The projections' work grows only like
 # $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
-# the weighted average take over. The fused kernel does the same work as the math kernel
+# the weighted average take over <!-- claim: ch1-growth -->. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic. The run above prints, for the
 # last doubling of $T$, how much each time grew, the ratios to read these sentences against
 # <!-- claim: ch1-growth -->. The depth itself, which is what the problems above ask about, is
@@ -545,7 +545,7 @@ if Ts:
 # exp + sum + divide. It returns the depth (the critical path) and the work (all scalar
 # operations). Below, the measured depth of a 2-layer Transformer against $T$, and of one
 # layer at $T = 10^6$ <!-- given -->. (This cell measures your own `transformer`: run it yourself once
-# Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.)
+# Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.) <!-- not a claim: an invitation -->
 
 # %% tags=["answer-output"]
 from attnlab.profiler import parallel_time
@@ -623,7 +623,7 @@ if depth_Ts:
 
 # %% [markdown]
 # **Brent's bound.** A machine with $C$ processors runs a computation in time at most
-# $\text{work}/C + \text{depth}$ (schedule each level of the critical path greedily). The
+# $\text{work}/C + \text{depth}$ (schedule each level of the critical path greedily). <!-- not a claim: Brent's theorem --> The
 # profiler reports it as `ParallelTime.brent(C)`. Below, one layer's measured wall-clock
 # from Section 1.4 (your `self_attention`, medians) against $\text{work}/C + \text{depth}$
 # for the $C$ it ran with (the CPU threads of the timing, or a GPU's cores), converted to

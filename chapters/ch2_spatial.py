@@ -39,19 +39,19 @@
 # | $W^Q[h,k,j]$, $W^K[h,k,j]$, $W^V[h,i,j]$ | weights | $W^Q[\ell,h,k,j]$, ... | $W^Q[k,U,J]$, $W^K[k,U,J]$, $W^V[k,I,J]$ |
 # | $\text{Query}$, $\text{Key}$, $\text{Value}$, $\alpha$, $V$ | as in Chapter 1, with $(x, y)$ for $t$ | the same names | $\text{Query}$, $\text{Key}$, $\text{Value}$, $\alpha$, $\text{Out}$ |
 #
-# As in Chapter 1: seed 002 writes $k$ for the head and $U$ for the query/key dimension;
+# As in Chapter 1: seed 002 writes $k$ for the head and <!-- seed -->$U$<!-- /seed --> for the query/key dimension;
 # this book writes $h$ for the head and $k < K$ for the query/key index.
 #
 # **Relations between the sizes.** As in Chapter 1, $J = H I$, and the query/key and value
-# sizes are at most the width: $K \le J$, $I \le J$ (seed 002: "$I$ and $U$ are both less
-# than $J$"). The running-time questions use these relations.
+# sizes are at most the width: $K \le J$, $I \le J$ (seed 002: "$I$ and <!-- seed -->$U$<!-- /seed --> are both less
+# than $J$") <!-- given -->. The running-time questions use these relations.
 #
 # **Errata.**
 #
 # * Seed 002 P5a asks to "rewrite the equations from problem 1", but in seed 002 the
 #   self-attention equations are those of Problem 4 (its Problem 1 is blank language
 #   modelling); the wording was copied from seed 000, where they are Problem 1.
-# * Seed 002 writes the scores without the factor $1/\sqrt{K}$ (its $1/\sqrt{U}$); this
+# * Seed 002 writes the scores without the factor $1/\sqrt{K}$ (its <!-- seed -->$1/\sqrt{U}$<!-- /seed -->); this
 #   book always scales by $1/\sqrt{K}$.
 # * Seed 000 P2b asks for the whole $L$-layer network in $L, X, Y, H, J, K$; seed 002 P5b
 #   for one layer in $X, Y, J$ and the head count (its $K$). The book asks for both.
@@ -419,7 +419,8 @@ print(f"  under the per-column shortcut, every column would get 1/Y = {1 / Y:.3f
 #
 # *2. Not the same layer.* Normalising over $x'$ separately in each column $y'$ (and
 # dividing by $Y$) gives every column the same total weight $1/Y$, however well or badly its
-# pixels match the query. The joint softmax's column totals vary, as the cell above shows;
+# pixels match the query. The joint softmax's column totals vary, as the cell above shows
+# <!-- claim: ch2-totals-vary -->;
 # the last lines below measure how far the two sets of weights are apart.
 
 # %% tags=["solutions-only"]
@@ -448,8 +449,9 @@ s = torch.einsum("hxyk,hXYk->hxyXY", Query, Key) / math.sqrt(K)
 joint = torch.softmax(s.flatten(-2), dim=-1).unflatten(-1, (X, Y))  # over the X*Y key pixels together
 per_axis = torch.softmax(s, dim=3) / Y  # every column y' gets total weight 1/Y
 print(f"largest weight difference, joint vs per-axis softmax: {(joint - per_axis).abs().max().item():.3f}")
-print("column totals of the joint weights for query pixel (0, 0), head 0:",
-      [round(v, 3) for v in joint[0, 0, 0].sum(dim=0).tolist()])
+totals = joint[0, 0, 0].sum(dim=0)  # query pixel (0, 0), head 0: the weight on each column y'
+print("column totals of the joint weights for query pixel (0, 0), head 0:", [round(v, 3) for v in totals.tolist()])
+assert totals.max() - totals.min() > 0.05, f"the joint softmax's column totals vary: {totals}"  # claim: ch2-totals-vary
 
 # %% [markdown]
 # ## 2.5 What the heads look at
@@ -457,12 +459,12 @@ print("column totals of the joint weights for query pixel (0, 0), head 0:",
 # A small synthetic image: four discs (two red, one green, one blue) on a grey background,
 # $32\times 32$ pixels, with a little noise. Every pixel's vector $M[x, y, :]$ is its colour
 # (3 numbers, all colours of unit length) followed by a positional encoding
-# ($\cos$ and $\sin$ of $\nu\pi x/X$ and of $\nu\pi y/Y$ for the frequencies $\nu = 1, \dots, 4$: 16 numbers),
+# ($\cos$ and $\sin$ of $\nu\pi x/X$ and of $\nu\pi y/Y$ for the frequencies $\nu = 1, \dots, 4$: 16 numbers), <!-- given -->
 # so $J = 19$. We choose the weights by hand, two heads with $K = 16$:
 #
 # * head 0, the **colour head**: $W^Q[0] = W^K[0]$ keep the colour and drop the position,
 #   scaled so that $s = 10\, \gamma \cdot \gamma'$ for colours $\gamma$, $\gamma'$. For unit-length colours the
-#   dot product is largest for the same colour, so a pixel attends to pixels of its own
+#   dot product is largest for the same colour, <!-- not a claim: for unit vectors, by Cauchy-Schwarz --> so a pixel attends to pixels of its own
 #   colour, wherever they are;
 # * head 1, the **position head**: $W^Q[1] = W^K[1]$ keep the position only, $s = 2\,
 #   p \cdot p'$ for positional encodings $p$, $p'$;
@@ -565,7 +567,7 @@ assert rms[1] < rms[0] and rms[1] < rms[2], rms
 # ## 2.6 Measure the depth
 #
 # The book's profiler (`attnlab.profiler.parallel_time`) runs a function on shapes only and
-# returns the depth of its longest chain of operations under the logarithmic cost model.
+# returns the depth of its longest chain of operations under the logarithmic cost model. <!-- not a claim: a definition -->
 # Below it measures *your* `spatial_self_attention` on square images from $2\times 2$ to
 # $256\times 256$ ($J = 64$, $H = 4$, $K = I = 16$: nothing is allocated, so the size is
 # free). Run the cell yourself once your layer passes its tests, and compare what it
@@ -602,7 +604,7 @@ if sides:
 
 # %% [markdown]
 # Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes, scaled by a fitted factor plus a fitted constant
-# (the order ignores constant factors and added constants), over the measurements. If your
+# (the order ignores constant factors and added constants) <!-- not a claim: a definition -->, over the measurements. If your
 # answer has the right order, the two coincide. (This cell shows your own answer: run it
 # yourself.)
 

@@ -39,8 +39,8 @@
 # | $1/\sqrt{K}$ | score scale | $1/\sqrt{I}$ |
 # | $M[t_1, :]$, $M[t_2, :]$ as vectors | two positions' vectors | $h_1$, $h_2$ |
 #
-# The letters collide: seed 002 P6 uses $k < K$ for the **heads** and $I$ for the
-# query/key dimension, so its $1/\sqrt{I}$ is this book's $1/\sqrt{K}$ (the square root of
+# The letters collide: seed 002 P6 uses $k < K$ for the **heads** and <!-- seed -->$I$<!-- /seed --> for the
+# query/key dimension, so its <!-- seed -->$1/\sqrt{I}$<!-- /seed --> is this book's $1/\sqrt{K}$ (the square root of
 # the query/key size).
 #
 # **Errata.**
@@ -499,14 +499,14 @@ else:
 #    length $K$: $K$ multiplications. Merged: compute $M[t_1]\,\tilde W^Q[h]$ once per
 #    position ($J^2$ multiplications), then each score is an inner product of length $J$:
 #    $J$ multiplications, $J/K = H$ times as many, and there are $T^2$ scores per head. The
-#    merged form is slower whenever $K < J$.
+#    merged form is slower whenever $K < J$. <!-- not a claim: the counts of the sentences before -->
 # 3. *Expressive power.* The seed is right that nothing is lost: every pair
 #    $(W^Q[h], W^K[h])$ gives the merged matrix $\frac{1}{\sqrt K}W^Q[h]^\top W^K[h]$ with the
 #    same scores. The converse fails: that product has rank at most $K$, so when $K < J$ a
-#    general $J\times J$ matrix $\tilde W^Q$ of higher rank has no split. With a free
+#    general $J\times J$ matrix $\tilde W^Q$ of higher rank has no split. <!-- claim: ch3-no-split --> With a free
 #    $\tilde W^Q$ the merged form can represent strictly more bilinear score functions
 #    (rank up to $J$): it is at least as expressive, and more so for $K < J$, at the price
-#    of the parameters and compute above and of the low-rank structure the separate form
+#    of the parameters and compute above and of the low-rank structure the separate form <!-- not a claim: follows from the two sentences before -->
 #    imposes.
 # ### END SOLUTION
 
@@ -516,7 +516,7 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
     and layer_params_merged(8, 512) == 4 * layer_params_separate(8, 64, 512), "the counts of part 1"  # claim: ch3-counts
 
 # %% [markdown] tags=["solutions-only"]
-# **Rubric for Problem 3.8 (3 points, one per part).**
+# **Rubric for Problem 3.8 (3 points, one per part).** <!-- given -->
 #
 # * *Parameters (1 point):* $2KJ$ against $J^2$ per head, or $2HKJ$ against $HJ^2$ per layer,
 #   and the conclusion for the example (the separate form is smaller, by $J/(2K) = 4$).
@@ -527,8 +527,8 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 #   projections, or the projections without the per-score count.
 # * *Expressive power (1 point):* says that no expressive power is lost (every pair merges)
 #   **and** that the merged form can express more when $K < J$ (rank at most $K$ for a
-#   merged pair, up to $J$ for a free $\tilde W^Q$). Half a point for only one direction.
-#   No point for "the merged form loses expressive power".
+#   merged pair, up to $J$ for a free $\tilde W^Q$) <!-- not a claim: the rubric -->. Half a point for only one direction.
+#   No point for "the merged form loses expressive power". <!-- not a claim: the rubric -->
 
 # %% [markdown] tags=["solutions-only"]
 # ### Worked solution
@@ -555,11 +555,11 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 # unless $W^Q = W^K$). As an einsum: `"hka,hkb->hab / sqrt(K)"`.
 #
 # *Counting (Problems 3.5-3.7).* $W^Q[h]$ and $W^K[h]$ are $K\times J$ each: $2KJ$ numbers per
-# head (seed 002: $2(I\times J)$), $2HKJ$ per layer. $\tilde W^Q[h]$ is $J\times J$ with no
+# head (seed 002: <!-- seed -->$2(I\times J)$<!-- /seed -->), $2HKJ$ per layer. $\tilde W^Q[h]$ is $J\times J$ with no
 # constraint: $J^2$ per head, $HJ^2$ per layer. They are equal when $2KJ = J^2$, that is
 # $K = J/2$, per head and per layer alike ($H$ cancels). For $K < J/2$ the separate matrices
 # are cheaper; the original Transformer has $K = J/H$ (64 of 512 with 8 heads), so the
-# merged form would cost $J/(2K) = H/2 = 4$ times as many parameters.
+# merged form would cost $J/(2K) = H/2 = 4$ times as many parameters. <!-- claim: ch3-counts -->
 
 # %% [markdown] tags=["solutions-only"]
 # ## 3.5 The converse: can $\tilde W^Q$ be split again?
@@ -567,14 +567,14 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 # *(Solutions edition only: this section works out part 3 of Problem 3.8.)*
 #
 # A merged matrix $\frac{1}{\sqrt K} W^Q[h]^\top W^K[h]$ is a product through a
-# $K$-dimensional space, so its **rank is at most $K$**. When $K < J$ a general $J\times J$
+# $K$-dimensional space, so its **rank is at most $K$**. <!-- claim: ch3-rank --> When $K < J$ a general $J\times J$
 # matrix has rank $J$ and cannot be written this way. (A remark, not an erratum: the seed's
 # claim that merging loses no expressive power is right; a *free* $\tilde W^Q$ can even
-# represent more. When $K \ge J$ every $\tilde W^Q$ can be split.)
+# represent more. <!-- not a claim: the seed's claim, shown above --> When $K \ge J$ every $\tilde W^Q$ can be split.)
 #
 # The split, when it exists, comes from the singular value decomposition
 # $\tilde W^Q = A\,\Lambda\,R^\top$ ($A$ and $R$ orthogonal, $\Lambda$ diagonal with the singular
-# values $\lambda_0 \ge \lambda_1 \ge \dots$). Keep the $K$ largest singular values and set
+# values $\lambda_0 \ge \lambda_1 \ge \dots$). Keep the $K$ largest singular values and set <!-- not a claim: a construction -->
 #
 # $$
 # W^Q = K^{1/4}\,\big(A_{:,<K}\, \Lambda_{<K}^{1/2}\big)^\top, \qquad
@@ -584,7 +584,7 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 # so that $\frac{1}{\sqrt K} W^{Q\top} W^K = A_{:,<K}\, \Lambda_{<K}\, R_{:,<K}^\top$. This equals
 # $\tilde W^Q$ exactly iff the discarded singular values are zero, that is iff
 # $\operatorname{rank}\tilde W^Q \le K$; otherwise it is the best rank-$K$ approximation
-# (Eckart–Young), and its error is $\big(\sum_{\rho \ge K} \lambda_\rho^2\big)^{1/2}$.
+# (Eckart–Young), and its error is $\big(\sum_{\rho \ge K} \lambda_\rho^2\big)^{1/2}$. <!-- not a claim: a theorem (Eckart-Young) -->
 
 # %% tags=["solutions-only"]
 def split_merged(W_tilde: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -608,9 +608,9 @@ for name, W in [("a product through K = 3 dimensions", low_rank), ("a random 8 x
     rank = torch.linalg.matrix_rank(W).item()
     print(f"{name:34s}: rank {rank}, error of the best rank-{K} approximation {rank_k_error(W, K):.1e}")
 assert torch.linalg.matrix_rank(low_rank).item() <= K and rank_k_error(low_rank, K) < 1e-12, \
-    "a product through K dimensions should have rank at most K and split exactly"
+    "a product through K dimensions should have rank at most K and split exactly"  # claim: ch3-rank
 assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrary, K) > 0.1, \
-    "a random J x J matrix should have full rank and no rank-K split"
+    "a random J x J matrix should have full rank and no rank-K split"  # claim: ch3-no-split
 
 # %% [markdown] tags=["solutions-only"]
 # With `merge_query_key`, the split pair merges back to the rank-$K$ approximation:
@@ -637,9 +637,9 @@ ax.set_title(f"Splitting a random full-rank {J} x {J} " + r"$\tilde W^Q$ into $W
 ax.legend(fontsize=9)
 plt.show()
 assert errors[-1] < 1e-12 and all(e > 1e-3 for e in errors[:-1]), \
-    "a random full-rank matrix should split exactly only with K = J"
+    "a random full-rank matrix should split exactly only with K = J"  # claim: ch3-split-only-at-J
 
 # %% [markdown] tags=["solutions-only"]
 # A random full-rank $\tilde W^Q$ can be split only with $K = J$; for every smaller $K$ the
-# best split misses it, by the discarded singular values. So a free merged matrix is not
+# best split misses it, by the discarded singular values. <!-- claim: ch3-split-only-at-J --> So a free merged matrix is not
 # restricted to rank-$K$ bilinear scores, a restriction the separate form has.

@@ -2,10 +2,10 @@
 # # Chapter 4. Blank language modeling
 #
 # BERT learns language by filling in blanks: take a sentence, hide one word, and predict
-# it from the words on **both** sides. This chapter writes down that objective, asks you to
+# it from the words on **both** sides. <!-- not a claim: what BERT does (Devlin et al., 2019) --> This chapter writes down that objective, asks you to
 # design the prediction of seed 002's Problem 1 from a bidirectional RNN, and trains your
 # design, together with a small Transformer, on sentences from a probabilistic grammar whose
-# best possible loss is known exactly, so we can see how close training gets.
+# best possible loss is known exactly, so we can see how close training gets. <!-- not a claim: Section 4.1 computes the optimum -->
 #
 # You will
 #
@@ -105,7 +105,7 @@ print("active device:", device)
 #   an independent number: *"the dog near the cats runs"*. Only *"the dog"* decides *runs*.
 #
 # The grammar is a probabilistic finite-state automaton (an HMM whose states emit words),
-# with 99 states and 52 words (4 of them special: `<pad>`, `<bos>`, `<eos>`, `<mask>`). For
+# with 99 states and 52 words (4 of them special: `<pad>`, `<bos>`, `<eos>`, `<mask>`). <!-- given --> For
 # such a model, forward-backward gives the exact posterior of a blank: with $g_t$ the
 # grammar's state at position $t$ and $\text{Emit}[g, w]$ the probability that state $g$
 # emits word $w$,
@@ -117,7 +117,7 @@ print("active device:", device)
 #
 # a forward pass for the first factor, a backward pass for the last. Averaging
 # $-\ln P(w_t \mid \text{rest})$ over the held-out sentences and their positions gives the
-# **optimum line**: the best blank cross-entropy any model can reach on that set.
+# **optimum line**: the best blank cross-entropy any model can reach on that set. <!-- not a claim: the Bayes optimum, by definition -->
 
 # %%
 train_set = grammar.sample(20000, seed=0)
@@ -212,7 +212,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #
 # * **The head alone**, `test_blank_head`: a fresh head on states and word vectors drawn by the
 #   grader returns a **log-distribution**: every row's probabilities sum to 1, for any
-#   vocabulary size $\lvert\mathcal V\rvert$ (the grader tries from 1 to 300 words). It
+#   vocabulary size $\lvert\mathcal V\rvert$ (the grader tries from 1 to 300 words). <!-- given --> It
 #   reads **only the allowed inputs**: row $n$ depends on row $n$ of the two states and on the
 #   word vectors, and it knows a word only through its vector, so renaming the words
 #   (permuting the rows of `E`) permutes the columns of its output in the same way. And it
@@ -224,7 +224,7 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   training and held-out sentences from the grammar, renames the words by a secret
 #   permutation of their ids, hides each held-out blank behind `<mask>` (the model never
 #   sees the word it predicts), and computes your model's cross-entropy and the optimum on
-#   the same blanks itself, from the probabilities your model returns.
+#   the same blanks itself, from the probabilities your model returns. <!-- given -->
 
 # %% nbgrader={"grade": false, "grade_id": "blank_head", "locked": false, "schema_version": 3, "solution": true}
 class BlankHead(nn.Module):
@@ -400,7 +400,7 @@ assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank'
 # **Training, as the grader runs it.** `fit_blank_lm` trains a fresh `BlankLM` on the
 # sentences it is given (AdamW, a one-cycle learning-rate schedule, `steps` batches of 128
 # sentences, every position of a sentence a blank), then returns $\ln P$ for one blank per
-# held-out sentence, where the blank's word has been replaced by `<mask>`. The loss applies a
+# held-out sentence, where the blank's word has been replaced by `<mask>`. <!-- given --> The loss applies a
 # log-softmax to what your head returns, so training works even before your head normalises;
 # the grader too renormalises each returned row before it computes the cross-entropy, and
 # checks the normalisation itself in `test_blank_head`.
@@ -523,7 +523,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # `torch.log_softmax(..., dim=-1)`. The scores are bilinear in the word vectors and the
 # states: the $\lvert\mathcal V\rvert$ scores live in a space of dimension at most $U$, which
 # is what lets $U$ be much smaller than $\lvert\mathcal V\rvert$ in practice, and the head
-# works for any vocabulary because it scores the rows of $E$ it is given.
+# works for any vocabulary because it scores the rows of $E$ it is given. <!-- not a claim: the rank of a product -->
 #
 # Other answers that pass: one matrix applied to the concatenation
 # $[\overrightarrow{z}[t-1]; \overleftarrow{z}[t+1]]$ (the same model, written with
@@ -533,7 +533,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # linear terms. What fails: a head that reads one side only (it cannot see the
 # agreement of the verb with a subject on the other side, and stays far above the optimum),
 # an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores
-# the word vectors), and raw scores instead of log-probabilities (`test_blank_head` only).
+# the word vectors), and raw scores instead of log-probabilities (`test_blank_head` only). <!-- not a claim: tests/test_answers.py shows each of these heads (solutions/mistakes/ch4.py) losing its cells -->
 #
 # **Erratum in the seed's solution.** It writes
 # $\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$, using $w_t$
@@ -607,7 +607,8 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
     plt.show()
     for name, c in curves.items():
         print(f"{name:>18}: held-out {c['held_out'][-1]:.4f}, {c['held_out'][-1] - OPTIMUM:.4f} nats above the "
-              f"optimum, trained in {c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)")
+              f"optimum, trained in {c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)"
+              )  # claim: ch4-approach
 
 
 # %% tags=["answer-output"]
@@ -622,7 +623,7 @@ if not is_grading():
 
 # %% [markdown]
 # The dashed training curves are the mean loss over the preceding 100 steps, so early on
-# they lag behind the held-out points, which are measured after those steps.
+# they lag behind the held-out points, which are measured after those steps. <!-- given -->
 #
 # ## 4.5 A Transformer blank language model
 #
@@ -635,7 +636,7 @@ if not is_grading():
 # residual connection and layer normalisation around the attention, and a small two-layer
 # perceptron after it). The attention may not look at padding, so `<pad>` keys are masked
 # out before the softmax. The output at the `<mask>` position, mapped to
-# $\lvert\mathcal V\rvert$ scores, predicts the blank.
+# $\lvert\mathcal V\rvert$ scores, predicts the blank. <!-- not a claim: the design -->
 #
 # Training uses one blank per sentence (position drawn uniformly), exactly the seed's
 # objective; the held-out loss blanks every position of every sentence in turn.
@@ -705,7 +706,7 @@ if not is_grading():
 # grammar draws its words at random within each state, so even a perfect model can only
 # name a distribution. Nouns are the least predictable (any noun of the right number fits,
 # the topic only tilts the choice); the verb's *form* is fixed by the subject's number, its
-# identity is not.
+# identity is not. <!-- claim: ch4-nouns -->
 
 # %% tags=["answer-output"]
 if curves and transformer_curves:
@@ -736,6 +737,10 @@ KINDS = {
     "preposition": set(grammar.PREPOSITIONS),
     "adverb": set(grammar.ADVERBS),
 }
+optimum_by_kind = {kind: GRAMMAR.blank_nll(held_out).float()[torch.isin(
+    held_out.words(), torch.tensor([GRAMMAR.word_id[w] for w in members]))].mean().item() for kind, members in KINDS.items()}
+assert max(optimum_by_kind, key=optimum_by_kind.get) == "noun", \
+    f"at the optimum, nouns should be the least predictable blanks: {optimum_by_kind}"  # claim: ch4-nouns
 if curves and transformer_curves:
     words = held_out.words()
     table = {"optimum": GRAMMAR.blank_nll(held_out).float(), "bidirectional GRU": nll_per_position(rnn, held_out),
@@ -770,11 +775,11 @@ if curves and transformer_curves:
         print(f"{name:>18}: " + ", ".join(f"{GRAMMAR.vocab[w]} {q:.2f}" for q, w in zip(top.values.tolist(), top.indices.tolist())))
 
 # %% [markdown]
-# **What to take away.** Both families can approach the optimum on this data; the
+# **What to take away.** Both families can approach the optimum on this data; <!-- claim: ch4-approach --> the
 # bidirectional RNN predicts all $T$ blanks of a sentence in one pass (its states before and
 # after each position are shared by all blanks), while the Transformer must be run once per
-# blank, because the blank is part of its input. BERT's answer to that cost is to blank
+# blank, because the blank is part of its input. <!-- not a claim: the design --> BERT's answer to that cost is to blank
 # about 15% <!-- given --> of the positions at once, which changes the objective slightly: each blank is
 # then predicted from a sentence with other holes in it. The Transformer's advantage,
 # parallel time, is the subject of Chapters 1 and 6, where you work out how the depth of
-# each grows with $T$.
+# each grows with $T$. <!-- not a claim: a pointer -->

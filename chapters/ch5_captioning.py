@@ -42,10 +42,10 @@
 # | $V_t$ | the glimpse of step $t$ | $V$ |
 # | $w_0 = \langle\text{bos}\rangle$, $w_1, \dots, w_T$ | the words (the caption) | $w_0, w_1, \dots, w_{T_{\text{out}}}$ |
 #
-# The seed writes a capital letter for "the whole index range" ($h[t-1, J]$ is a vector);
+# The seed writes a capital letter for "the whole index range" (<!-- seed -->$h[t-1, J]$<!-- /seed --> is a vector);
 # the book writes lower-case indices and sums. The seed's $W^{\text{key}}$ is the book's
 # $W_{\text{att}}$, because $W^K$ is already the key weights of a Transformer layer
-# (Chapter 1), and the seed's $h$ is the book's $z$, because $h$ is the book's head index.
+# (Chapter 1), and the seed's <!-- seed -->$h$<!-- /seed --> is the book's $z$, because <!-- seed -->$h$<!-- /seed --> is the book's head index.
 # $x$ indexes the rows of the grid (top to bottom) and $y$ its columns (left to right), the
 # way an image array is indexed.
 #
@@ -60,7 +60,7 @@
 #   (through the state, which has read the glimpses of $M$). With images, $M$ is the image.
 # * The scores are **not** scaled by $1/\sqrt{K}$. This book scales dot-product scores by
 #   $1/\sqrt{K}$ unless a problem says otherwise, and this one does: the seed's equation is
-#   explicit, $h\, W^{\text{key}}\, M$, and since $W_{\text{att}}$ is learned, any constant
+#   explicit, <!-- seed -->$h\, W^{\text{key}}\, M$<!-- /seed -->, and since $W_{\text{att}}$ is learned, any constant
 #   factor is absorbed into it.
 # * How the next word is conditioned, and a one-step shift of the input word's index: see
 #   Section 5.1.
@@ -76,6 +76,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from attnlab.data import scenes
 from attnlab.data.scenes import COLOURS, SHAPES, VOCAB, make_scenes
 from attnlab.equations import evaluate
 from attnlab.grading import is_grading
@@ -111,10 +112,10 @@ print("active device:", device)
 # glimpse, two vectors of dimension $J$, and the word vector $E[w_t]$, of dimension $U$, and
 # returns the next state, of dimension $J$.
 #
-# Read the lines in order. The state $z[t-1]$ has read $w_1, \dots, w_{t-1}$ and predicts
+# Read the lines in order. The state $z[t-1]$ has read $w_1, \dots, w_{t-1}$ and predicts <!-- not a claim: the model's design -->
 # $w_t$ (first line). Once $w_t$ is known (the true word while training, the chosen word
 # while generating), the same $z[t-1]$ is the query of a glimpse $V$, and CELL folds the
-# glimpse and $w_t$ into the next state $z[t]$, which predicts $w_{t+1}$. So the glimpse
+# glimpse and $w_t$ into the next state $z[t]$, which predicts $w_{t+1}$. <!-- not a claim: the model's design --> So the glimpse
 # taken at step $t$ serves the *next* word, and the first word $w_1$ is predicted from
 # $z[0]$ without any glimpse.
 #
@@ -272,14 +273,14 @@ hidden_check("ch5.CAPTION_EQUATIONS", CAPTION_EQUATIONS)
 # unchanged. The glimpse $V_t$ has $K$ components, so CELL takes vectors of dimensions $J$
 # (the state), $K$ (the glimpse) and $U$ (the word vector) and returns one of dimension $J$.
 # The seed's CELL
-# took "two vectors of dimension $J$ and one of dimension $I$" because in translation the
+# took "two vectors of dimension $J$ and one of dimension <!-- seed -->$I$<!-- /seed -->" because in translation the
 # source vectors have the decoder's width; with images they need not. The word-prediction
 # line does not change at all: the decoder is a language model whatever the source is, and
 # it is conditioned on the image through its state. The initial state $z[0]$ must now come
 # from the image; below it is
 # $z[0] = \tanh\big(W_{\text{init}}\, \tfrac{1}{XY}\sum_{x,y} M[x, y]\big)$, the analogue of
 # "the last state of an RNN run over the source". In the seed's own indexing (prediction
-# from $h[t-1]$, CELL reading $e[w_t]$) the answer is the same four lines with $V[J]$
+# from <!-- seed -->$h[t-1]$<!-- /seed -->, CELL reading <!-- seed -->$e[w_t]$<!-- /seed -->) the answer is the same four lines with $V[J]$
 # replaced by $V[K]$ and $W^{\text{key}}[J_1, J_2]$ by $W^{\text{key}}[J, K]$.
 
 # %% [markdown]
@@ -291,7 +292,7 @@ hidden_check("ch5.CAPTION_EQUATIONS", CAPTION_EQUATIONS)
 # in your answer to Problem 5.1. The weights form one distribution over the whole image,
 # $\sum_{x,y} \alpha[x, y] = 1$. No $1/\sqrt{K}$ factor (see the errata). Keep the inputs'
 # device and dtype; the tests try large scores, so use `torch.softmax` (or subtract the
-# largest score before `exp`).
+# largest score before `exp`). <!-- not a claim: a hint -->
 
 # %% nbgrader={"grade": false, "grade_id": "image_attention", "locked": false, "schema_version": 3, "solution": true}
 def image_attention(z_prev: torch.Tensor, W_att: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
@@ -391,7 +392,7 @@ hidden_check("ch5.attend", attend)
 #
 # The data set (`attnlab.data.scenes`) renders small scenes: a $4 \times 4$ grid of
 # $8 \times 8$-pixel cells, a $32 \times 32$ colour image, in which two cells hold an object,
-# a coloured shape (red, green or blue; circle, square or triangle: 9 object types), with a
+# a coloured shape (red, green or blue; circle, square or triangle: 9 object types) <!-- given -->, with a
 # random brightness, a one-pixel jitter and pixel noise. The two objects are of different
 # types and share a row or a column. The caption comes from one fixed grammar over two
 # objects,
@@ -404,14 +405,14 @@ hidden_check("ch5.attend", attend)
 # and is a function of the scene: its subject (the first object named) is the object
 # whose type comes first in the order red < green < blue, then circle < square <
 # triangle, and the relation is read from the subject to the other object. Every image
-# has exactly one correct caption, so the best possible loss is $0$ and a perfect
+# has exactly one correct caption, so the best possible loss is $0$ and a perfect <!-- not a claim: the data set's definition -->
 # captioner gets every caption exactly right.
 #
 # **Held-out scenes are novel combinations.** Of the 36 unordered pairs of distinct object
-# types, 9 never occur in training: the pairs $\{\tau, \tau + 4 \bmod 9\}$ of type numbers
+# types, 9 never occur in training: <!-- claim: ch5-split --> the pairs $\{\tau, \tau + 4 \bmod 9\}$ of type numbers
 # $\tau = 3\cdot\text{colour} + \text{shape}$, for example a red circle with a green square.
 # Every type is seen in training (with 6 partners) and appears in held-out scenes (with
-# its 2 others), so to caption a held-out scene the model must describe known objects in a
+# its 2 others), so to caption a held-out scene the model must describe known objects in a <!-- claim: ch5-split -->
 # combination it has never seen.
 
 # %%
@@ -422,6 +423,10 @@ held_out = make_scenes(1000 if DEMO else 64, seed=1, split="held_out")
 print(f"{len(train)} training and {len(held_out)} held-out scenes in {time.perf_counter() - t0:.2f} s; "
       f"images {train.images.shape[1:]}, vocabulary of {len(VOCAB)} tokens: {' '.join(VOCAB.words)}")
 print("a caption as tokens:", train.captions[0], "->", train.tokens[0].tolist())
+seen, novel = set(scenes.ALL_PAIRS) - scenes.HELD_OUT_PAIRS, scenes.HELD_OUT_PAIRS  # pairs of object types
+assert (len(scenes.ALL_PAIRS), len(novel)) == (36, 9) and all(
+    (sum(t in p for p in seen), sum(t in p for p in novel)) == (6, 2) for t in range(scenes.N_TYPES)), \
+    "36 pairs of types, 9 of them held out; each type has 6 partners in training and 2 in held-out scenes"  # claim: ch5-split
 
 
 # %%
@@ -468,7 +473,7 @@ if DEMO:
 # Inside the model, attention runs on a batch of images at once: **your** `image_attention`
 # and `attend`, applied to every image of the batch by `torch.vmap` (which adds the batch
 # index $b$ to a function written for one image). If your functions use something `vmap`
-# cannot batch, the model falls back to a loop over the images (slower, same result).
+# cannot batch, the model falls back to a loop over the images (slower, same result). <!-- not a claim: what the code does, said for the student -->
 
 # %%
 def batched(fn, in_dims: tuple) -> callable:
@@ -557,7 +562,7 @@ class Captioner(nn.Module):
 # words (*teacher forcing*): the decoder reads $w_0, \dots, w_{t-1}$ from the data, not
 # from its own guesses, so all steps of a batch are trained at once. Padding after
 # $\langle\text{eos}\rangle$ is ignored. Adam with a one-cycle learning-rate schedule,
-# 1500 steps of 64 scenes, all seeds fixed. (Run it once your functions pass their tests.)
+# 1500 steps of 64 scenes, all seeds fixed. <!-- given --> (Run it once your functions pass their tests.)
 
 # %% tags=["answer-output"]
 losses = []
@@ -601,7 +606,7 @@ if losses:
 # %% [markdown]
 # ## 5.7 Captioning held-out scenes
 #
-# Greedy decoding writes the most probable word at each step and feeds it back, until
+# Greedy decoding writes the most probable word at each step and feeds it back, until <!-- not a claim: a definition -->
 # $\langle\text{eos}\rangle$. We report the **exact-caption accuracy** (the whole caption
 # right) and the **per-token accuracy**: the fraction of the reference tokens (words and
 # the final $\langle\text{eos}\rangle$, not the padding) that the generated caption has at
@@ -652,7 +657,7 @@ if losses:
 # For each word $w_t$ it wrote, the model took one glimpse $\alpha_t[x, y]$ (Section 5.1).
 # Below, each block is a held-out scene: the image with its true caption, then every
 # generated word over its glimpse drawn on the image (brighter: more weight; the number is
-# the largest weight of the glimpse).
+# the largest weight of the glimpse). <!-- not a claim: how to read the figure -->
 
 # %% tags=["answer-output"]
 def attention_rows(k: int) -> None:

@@ -4,7 +4,7 @@
 # A convolutional network can read a sentence too: embed the words, then apply
 # convolution layers that each look at a few neighbouring positions. With **stride 2**
 # every layer halves the length, so after a few layers a single position summarises the
-# whole sentence. This chapter asks you to write those layers as tensor equations and to
+# whole sentence <!-- not a claim: the idea of the chapter, worked out in Problems 6.6 and 6.7 -->. This chapter asks you to write those layers as tensor equations and to
 # implement them, to compare the parallel time of a CNN with that of an RNN, and adds the
 # point the seed leaves out: how many layers a CNN needs before one output has seen every
 # word.
@@ -21,7 +21,7 @@
 #   compare the CNN with the RNN in a few sentences;
 # * train a CNN and an RNN to classify the topic of sentences from a probabilistic grammar,
 #   against the best accuracy any classifier can reach, time both against the sentence
-#   length, and measure their depth with the book's profiler.
+#   length, and measure their depth with the book's profiler. <!-- not a claim: the chapter's plan -->
 #
 # The problems restate seed 002 (TTIC 31230 2020, Problem 3) in this book's notation.
 
@@ -49,14 +49,14 @@
 #
 # The book's letters differ from the seed's where the seed's clash with the rest of the
 # book: $L$ is the number of layers (the seed also uses it for the layers' values, $L_\ell$),
-# $B$ the batch size (the seed also uses it for the bias, $B_{\ell+1}$), $I$ a head's value
+# $B$ the batch size (the seed also uses it for the bias, $B_{\ell+1}$), <!-- seed -->$I$<!-- /seed --> a head's value
 # size.
 #
 # **Errata.**
 #
 # * The seed names the filter's channels in two orders: the parameter list $\Phi$ writes
-#   $W[\Delta t, i, i']$ without saying which channel is the input, and part (b) writes
-#   $W_{\ell+1}[\Delta t, i', i]$ with $i'$ summed, the *input* channel in the middle slot and
+#   <!-- seed -->$W[\Delta t, i, i']$<!-- /seed --> without saying which channel is the input, and part (b) writes
+#   <!-- seed -->$W_{\ell+1}[\Delta t, i', i]$<!-- /seed --> with <!-- seed -->$i'$<!-- /seed --> summed, the *input* channel in the middle slot and
 #   the *output* channel last. The book adopts part (b)'s order,
 #   $W_{\ell+1}[\Delta, j, j']$ = [offset, input channel, output channel]; the bias belongs to
 #   the output channel, $\beta_{\ell+1}[j']$.
@@ -68,7 +68,7 @@
 # * (a) calls $L_0$ "the convolution layer"; it is the embedding layer (it convolves nothing).
 # * (c) asks to compare with "the parallel run time of an RNN" without saying how many layers
 #   it has: Problem 6.5 asks for an RNN of $L$ layers.
-# * The seed's printed solution of (b) loses one index on its right-hand side; the worked
+# * The seed's printed solution of (b) loses one index on its right-hand side; <!-- not a claim: an erratum of the seed --> the worked
 #   solution (solutions edition) says which.
 
 # %%
@@ -184,7 +184,7 @@ hidden_check("ch6.embed", embed)
 #
 # Layer $\ell + 1$ is a convolution of layer $\ell$ with stride 2 and a filter of width $D$,
 # valid positions only (no padding; output position 0 is the window at the start of the
-# sentence), followed by a threshold and the logistic function $\sigma$. The conventions:
+# sentence), followed by a threshold and the logistic function $\sigma$. <!-- given --> The conventions:
 # $W_{\ell+1}[\Delta, j, j']$ is indexed by the offset $\Delta < D$ within a window, the
 # input channel $j$ and the output channel $j'$; the threshold $\beta_{\ell+1}[j']$ is
 # *subtracted* before $\sigma$. The filter may change the number of channels: $W_{\ell+1}$ is
@@ -262,11 +262,11 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 # With valid positions only, the last window of $M_{\ell+1}$, at $t = T_{\ell+1} - 1$, ends at
 # $2(T_{\ell+1} - 1) + D - 1 \le T_\ell - 1$: every index stays inside the input. So $D = 2$
 # halves an even length exactly, and $D = 3$ maps a length one less than a power of two to
-# the next such length ($15 \to 7 \to 3 \to 1$).
+# the next such length ($15 \to 7 \to 3 \to 1$). <!-- not a claim: derived from the inequality before -->
 #
 # **Erratum in the seed's solution of (b).** Its right-hand side reads
-# $L_\ell[2t + \Delta t, i']$: the batch index $b$ is lost. It must be
-# $L_\ell[b, 2t + \Delta t, i']$ in the seed's letters, since every sentence of the batch is convolved on its own
+# <!-- seed -->$L_\ell[2t + \Delta t, i']$<!-- /seed -->: the batch index $b$ is lost. It must be
+# <!-- seed -->$L_\ell[b, 2t + \Delta t, i']$<!-- /seed --> in the seed's letters, since every sentence of the batch is convolved on its own
 # (without $b$ on the right, the left side's $b$ would be free, and every sentence would get
 # the same output).
 
@@ -274,7 +274,7 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 # **Problem 6.4.** Implement your equation: `conv_stride2(M, W, beta)`, where `M` is
 # $[B, T, J]$, `W` is $[D, J, J']$, `beta` is $[J']$, and the result is $[B, T_{\ell+1}, J']$
 # with $T_{\ell+1} = \lfloor (T - D)/2 \rfloor + 1$ (valid positions only; for example
-# $T = 8$, $D = 3$ gives 3 positions, not 4). `torch.sigmoid` is $\sigma$. Work on the
+# $T = 8$, $D = 3$ gives 3 positions, not 4). <!-- not a claim: the formula's example, checked by the visible test --> `torch.sigmoid` is $\sigma$. Work on the
 # inputs' device and dtype. (PyTorch can cut a dimension into overlapping windows with a
 # step; a loop over the $D$ offsets works as well.)
 
@@ -340,7 +340,7 @@ hidden_check("ch6.conv_stride2", conv_stride2)
 #
 # `M.unfold(1, D, 2)` cuts dimension 1 (positions) into windows of size $D$ taken every 2
 # steps and puts the window offset last: `windows[b, t, j, d]` $= M[b, 2t + \Delta, j]$ with $\Delta$ = `d`, for the
-# $\lfloor (T - D)/2 \rfloor + 1$ windows that fit, which is exactly "valid positions only".
+# $\lfloor (T - D)/2 \rfloor + 1$ windows that fit, which is exactly "valid positions only". <!-- not a claim: what unfold does (PyTorch's documentation) -->
 # The sum over $\Delta$ and $j$ is then one contraction with the equation's letters,
 # `einsum("btjd,djJ->btJ", windows, W)` (`J` standing for $j'$: a primed index is written as its capital, see the notation page), and the threshold is
 # subtracted before $\sigma$. This is PyTorch's `conv1d` with `stride=2` and no padding, with
@@ -365,13 +365,13 @@ print("max |conv_stride2 - sigmoid(conv1d)| =", (conv_stride2(M, W, beta) - refe
 # numbers of channels are constants, so one output of a layer, a sum of $O(1)$ products,
 # takes $O(1)$ time once its inputs exist. The sentence length $T$ and the number of layers
 # $L$ are two independent sizes: no relation between them is assumed, and an order must hold
-# for every way they grow ($L$ much larger than $T$ as well as $T$ much larger than $L$).
+# for every way they grow ($L$ much larger than $T$ as well as $T$ much larger than $L$). <!-- given -->
 #
 # **Problem 6.5 (seed 002 P3c).** Give the orders of growth, as functions of $T$ and $L$:
 #
 # * `CNN_TIME`: the parallel running time of this chapter's model, the embedding layer
 #   followed by $L$ stride-2 layers, every position of every layer computed (a sentence too
-#   short for $L$ layers is padded, so that every layer keeps at least one position);
+#   short for $L$ layers is padded, so that every layer keeps at least one position); <!-- given -->
 # * `RNN_TIME`: the parallel running time of an $L$-layer RNN on the same sentence. Layer 1
 #   reads the word vectors, $z_1[t] = \text{CELL}(z_1[t-1], M_0[t])$; layer $\ell + 1$ reads
 #   the states of layer $\ell$, $z_{\ell+1}[t] = \text{CELL}(z_{\ell+1}[t-1], z_\ell[t])$, for
@@ -571,7 +571,7 @@ if not is_grading():
 # Count from the top: layers $2, \dots, \ell + 1$ form an $\ell$-layer CNN standing on
 # layer 1, so one output of layer $\ell + 1$ depends on $r_\ell$ consecutive positions of
 # layer 1. Those are windows of $D$ words that start 2 words apart, so together they cover
-# $2(r_\ell - 1) + D$ words:
+# $2(r_\ell - 1) + D$ words: <!-- not a claim: the worked solution's derivation -->
 #
 # $$
 # r_{\ell+1} = 2 r_\ell + D - 2,
@@ -582,7 +582,7 @@ if not is_grading():
 #
 # ($r_1 = D$, $r_2 = 3D - 2$, $r_3 = 7D - 6$; with $D = 1$ every layer sees one word). The
 # same recursion, read backwards, is the length rule of valid positions: $r_\ell$ words are
-# exactly the shortest sentence that leaves one position at layer $\ell$. One output sees all
+# exactly the shortest sentence that leaves one position at layer $\ell$. <!-- not a claim: the worked solution's derivation --> One output sees all
 # $T$ words once $r_L \ge T$, that is
 #
 # $$
@@ -592,11 +592,11 @@ if not is_grading():
 # The loop in the reference avoids the floating-point logarithm, which is exact here only by
 # luck of the powers of two; any answer equal to it for every $T$ and $D \ge 2$ is accepted.
 # So the number of layers a CNN needs for **full context** grows like $\log_2 T$, against the
-# RNN's $T$ steps of one layer: exponentially fewer, but not a constant.
+# RNN's $T$ steps of one layer: exponentially fewer, but not a constant. <!-- not a claim: the worked solution's derivation -->
 
 # %% [markdown]
 # **Problem 6.8 (seed 002 P3c, the comparison).** Compare the two running times of Problem
-# 6.5 in a few sentences: for a sentence of $T$ words, which model is faster in parallel
+# 6.5 in a few sentences: for a sentence of $T$ words, which model is faster in parallel <!-- not a claim: the question -->
 # time, and by how much? Is the comparison fair: which words can one output of each model
 # have read, and what does a CNN's time become once it must read all $T$ words? Write your
 # answer in the cell below (it is graded by hand).
@@ -608,13 +608,13 @@ if not is_grading():
 # needs $O(T + L)$: each layer must step through the $T$ positions one after another, and
 # its layers overlap as a pipeline (layer $\ell + 1$ starts on position $t$ as soon as layer
 # $\ell$ has produced it), so they add $L$, not a factor $L$. For long sentences ($T \gg L$)
-# the CNN is faster by a factor of about $T / L$.
+# the CNN is faster by a factor of about $T / L$. <!-- not a claim: the model answer, from Problem 6.5's orders -->
 #
 # The comparison is not quite fair. The RNN's last state has read every word. One output of
 # an $L$-layer stride-2 CNN has read only the $1 + (D - 1)(2^L - 1)$ words of its receptive
 # field, so for one output to depend on the whole sentence the CNN needs
 # $L \approx \log_2 T$ layers, and then its time is $O(\log T)$: still exponentially less
-# than the RNN's $O(T)$, but not independent of $T$.
+# than the RNN's $O(T)$, but not independent of $T$. <!-- not a claim: the model answer, from Problems 6.5 and 6.7 -->
 # ### END SOLUTION
 
 # %% [markdown] tags=["solutions-only"]
@@ -623,12 +623,12 @@ if not is_grading():
 # * **1 point: the comparison.** The CNN's time does not grow with $T$ ($O(L)$), the RNN's
 #   grows linearly with $T$ ($O(T + L)$), so the CNN is faster for long sentences, by a
 #   factor of order $T/L$; the reason is named (a CNN layer computes all positions at once,
-#   an RNN layer must step through them). Half a point if the answer compares $O(L)$ with
+#   an RNN layer must step through them). <!-- not a claim: the rubric --> Half a point if the answer compares $O(L)$ with
 #   $O(T)$ without saying that the RNN's layers overlap, or without saying why.
 # * **1 point: fairness.** One output of the CNN sees a window of the sentence whose width
 #   grows like $2^L$ (its receptive field, Problem 6.6); to see all $T$ words the CNN needs
 #   about $\log_2 T$ layers (Problem 6.7), so its time to read the whole sentence is
-#   $O(\log T)$, against $O(T)$ for the RNN. Any correct statement that a fixed-depth CNN
+#   $O(\log T)$, against $O(T)$ for the RNN. <!-- not a claim: the rubric --> Any correct statement that a fixed-depth CNN
 #   does not see the whole sentence, with the $\log T$ depth it takes to do so, earns the
 #   point; half a point without the $\log T$.
 
@@ -643,7 +643,7 @@ if not is_grading():
 # sentence.** Since the grammar is known, the best possible classifier is known too: the
 # posterior $P(\text{topic} \mid \text{sentence})$ by the forward algorithm, and its
 # expected accuracy $\mathbb{E}[\max_{\text{topic}} P(\text{topic} \mid \text{sentence})]$ is the **Bayes optimum**
-# no classifier can beat.
+# no classifier can beat. <!-- not a claim: the Bayes optimum, by definition -->
 #
 # The CNN: your `embed`, then three of your `conv_stride2` layers with $D = 3$ and $J = 64$
 # channels (sentences padded to $T = 15$ words, so that the third layer has a single
@@ -781,8 +781,8 @@ if results:
 #
 # Now the running time on this machine's active device: one forward pass over a batch of 8
 # random sentences whose length $T$ is one less than a power of two, for the CNN with enough layers to see the whole
-# sentence (your `layers_needed(T, 3)` layers of width 3) and for the GRU ($J = 64$ for
-# both). Every time is the **median of 9 runs after 2 warm-up runs**, and the band around it
+# sentence (your `layers_needed(T, 3)` layers of width 3) and for the GRU ($J = 64$ for <!-- given -->
+# both). Every time is the **median of 9 runs after 2 warm-up runs**, <!-- given --> and the band around it
 # spans the fastest to the slowest run: on a shared, loaded machine single runs scatter, and
 # the median with its spread shows what is signal. (On a GPU the clock is read after
 # `torch.cuda.synchronize()`, since kernels run asynchronously.) The student edition leaves
@@ -798,7 +798,7 @@ if results:
 # *What to expect.* On a CPU with a few cores the work decides the time, but the CNN does it
 # in a few large operations, one per layer, and the GRU in $T$ small ones that wait for each
 # other, each paying its overhead. On a GPU the CNN's time should stay nearly flat until the
-# device is full, while the GRU's still grows linearly with $T$. The run prints each
+# device is full, while the GRU's still grows linearly with $T$. <!-- claim: ch6-timing-ratios --> The run prints each
 # model's growth from the shortest to the longest sentence and the ratio of the two at the
 # longest, the figures to compare with this expectation <!-- claim: ch6-timing-ratios -->.
 
@@ -867,7 +867,7 @@ if timed_Ts:
 # The book's profiler (`attnlab.profiler.parallel_time`, Chapter 1) runs a function on shapes
 # only and returns its depth, the parallel time on an ideal machine, here with logarithmic
 # sums. Below it measures *your* `embed` and `conv_stride2` stacked into a CNN, with a fixed
-# 3 layers and with enough layers for full context (your `layers_needed`), and a one-layer RNN
+# 3 layers and with enough layers for full context (your `layers_needed`), and a one-layer RNN <!-- given -->
 # written as a loop
 # ($z[t] = \tanh(M_0[t]\, W_{\text{in}} + z[t-1]\, W_z)$), against $T$.
 
@@ -966,10 +966,20 @@ if depth_Ts:
 
 # %% [markdown] tags=["solutions-only"]
 # Each CNN layer costs the same constant depth (a contraction over $D \cdot J$ terms, a
-# subtraction and a $\sigma$), so the fixed 3-layer CNN is flat in $T$ and the full-context
+# subtraction and a $\sigma$), so the fixed 3-layer CNN is flat in $T$ <!-- claim: ch6-cnn-flat --> and the full-context
 # CNN climbs by one layer each time $T$ doubles: linear in $L$, and like $\log T$ once $L$ must
-# cover the sentence. The one-layer RNN climbs by one step per word, linearly in $T$; with
+# cover the sentence. <!-- claim: ch6-cnn-climbs --> The one-layer RNN climbs by one step per word, linearly in $T$ <!-- claim: ch6-rnn-climbs -->; with
 # $L$ layers it would climb by one more step per layer, the pipeline of Problem 6.5.
+
+# %% tags=["solutions-only"]
+# The measured depths say what the paragraph above says (the reference's embed and conv_stride2 in the book's run).
+if depth_Ts:
+    cnn_step, rnn_step = cnn_full[1] - cnn_full[0], (rnn_depth[1] - rnn_depth[0]) / (depth_Ts[1] - depth_Ts[0])
+    assert len(set(cnn_fixed)) == 1, f"the 3-layer CNN's depth is flat in T: {cnn_fixed}"  # claim: ch6-cnn-flat
+    assert cnn_step > 0 and all(b - a == cnn_step for a, b in zip(cnn_full, cnn_full[1:])), \
+        f"the full-context CNN climbs by one layer's depth per doubling of T: {cnn_full}"  # claim: ch6-cnn-climbs
+    assert rnn_step > 0 and all(b - a == rnn_step * (T2 - T1) for a, b, T1, T2 in zip(
+        rnn_depth, rnn_depth[1:], depth_Ts, depth_Ts[1:])), f"the RNN climbs by one step per word: {rnn_depth}"  # claim: ch6-rnn-climbs
 
 # %% [markdown]
 # ## 6.8 Why attention: sequential steps and path length
@@ -983,8 +993,8 @@ if depth_Ts:
 #   Section 6.3 (which is Chapter 1's cost model with every sum over $O(1)$ terms);
 # * its **path length**: the number of units on the shortest chain of dependence from
 #   word $0$ to the output at the last position of the top layer, where a unit is one
-#   layer of a CNN or of self-attention, and one step of CELL of an RNN. A gradient that
-#   links the last output to the first word travels back along such a chain.
+#   layer of a CNN or of self-attention, and one step of CELL of an RNN <!-- not a claim: definitions -->. A gradient that
+#   links the last output to the first word travels back along such a chain. <!-- not a claim: a definition -->
 #
 # The three models, each of $L$ layers on a sentence of $T$ words, every other size
 # ($D$, $J$, a head's query/key and value sizes, the number of heads) a constant:
@@ -1232,4 +1242,4 @@ if DEMO and rnn_path:
 # of terms and the two counts agree per layer. For $L$ layers, the RNN's layers overlap
 # (the pipeline of Problem 6.5: $T + L$, not $T L$), and every path through $L$ layers has
 # at least $L$ units. d2l's $O(T/D)$ path is a stride-1 CNN's: its receptive field grows by
-# $D - 1$ words per layer; stride 2 doubles it per layer, hence $\log T$.
+# $D - 1$ words per layer; stride 2 doubles it per layer, hence $\log T$. <!-- not a claim: follows from Problem 6.6's recursion -->
