@@ -44,12 +44,12 @@
 #   into a tilde when the seed was converted to text. Nothing in the problem is
 #   "tilde-ed"; the book writes the arrows (and $z$ for a recurrent state, since $h$ is the
 #   book's head index).
-# * The question first gives word vectors as $e[w, J]$ and then says not to assume their
-#   dimension is $J$, writing $e[W, I]$: the word vectors have their own dimension, $U$ in
-#   this book, which need not be $J$. The capital $W$ in the question's $e[W, I]$ stands for the whole
+# * The question first gives word vectors as <!-- seed -->$e[w, J]$<!-- /seed --> and then says not to assume their
+#   dimension is $J$, writing <!-- seed -->$e[W, I]$<!-- /seed -->: the word vectors have their own dimension, $U$ in
+#   this book, which need not be $J$. The capital <!-- seed -->$W$<!-- /seed --> in the question's <!-- seed -->$e[W, I]$<!-- /seed --> stands for the whole
 #   vocabulary (the matrix of all word vectors), not for a word; the book writes the matrix
 #   $E[w, u]$ with $w \in \mathcal V$, $u < U$.
-# * The seed uses $\vec h[t-1]$ and $\tilde h[t+1]$ without saying what they are at $t = 1$
+# * The seed uses <!-- seed -->$\vec h[t-1]$<!-- /seed --> and <!-- seed -->$\tilde h[t+1]$<!-- /seed --> without saying what they are at $t = 1$
 #   and $t = T$, where $\overrightarrow{z}[0]$ and $\overleftarrow{z}[T+1]$ do not come from
 #   any word. Section 4.2 defines these boundary states.
 
@@ -536,7 +536,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # the word vectors), and raw scores instead of log-probabilities (`test_blank_head` only). <!-- not a claim: tests/test_answers.py shows each of these heads (solutions/mistakes/ch4.py) losing its cells -->
 #
 # **Erratum in the seed's solution.** It writes
-# $\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$, using $w_t$
+# <!-- seed -->$\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$<!-- /seed -->, using $w_t$
 # both for the true word and for the candidate the softmax ranges over. Above, the
 # candidate is $w$, and the formula is the probability of the event $w_t = w$.
 

@@ -1,16 +1,19 @@
 """One meaning per letter: every letter of the book's math is in front/notation.md's letter table, with one
-meaning, and every chapter declares the letters it uses with that meaning.
+meaning and one use, and every chapter declares the letters it uses with that meaning.
 
 A chapter declares its letters in a markdown cell, invisibly: ``<!-- letters: t:position T:length ... -->``,
 each letter with the one-word key the table gives it. The test reads every chapter's math (``$...$`` and
 ``$$...$$`` in markdown cells) and fails on a letter that the chapter does not declare, on a declared letter
-that the table lacks, and on a letter declared with another key than the table's (a second meaning).
+that the table lacks, on a letter declared with another key than the table's (a second meaning), and on a
+letter used in another role than the table's *use* column gives it (a role the form of the formula shows:
+a size read at an index, ``B[g, w]``; an index read at one; a tensor running as an index, ``\\sum_s`` or
+``E[s, u]``; a size running as an index).
 
 What is not the book's own notation is skipped: the seed columns of a translation table (a table whose first
-header is "book" keeps its first two columns), every sentence that names a seed (errata and translations
-quote the seeds' letters), text inside ``\\text{}``, ``\\operatorname{}``, ``\\mathbf{}`` (the seeds' bold
-matrices), ``\\mathbb{}``, ``\\mathcal{}``, and a capital written as a superscript label (the Q of W^Q).
-Parsing only: no chapter is executed.
+header is "book" keeps its first two columns), every formula a chapter quotes from a seed, marked
+``<!-- seed -->$...$<!-- /seed -->`` (the marks are invisible in the book), text inside ``\\text{}``,
+``\\operatorname{}``, ``\\mathbf{}`` (the seeds' bold matrices), ``\\mathbb{}``, ``\\mathcal{}``, and a capital
+written as a superscript label (the Q of W^Q). Parsing only: no chapter is executed.
 """
 from __future__ import annotations
 
@@ -29,28 +32,41 @@ GREEK = ("alpha|beta|gamma|delta|Delta|epsilon|zeta|eta|theta|iota|kappa|lambda|
 LETTER = re.compile(r"\\(?:" + GREEK + r")(?![A-Za-z])|(?<![A-Za-z\\])[A-Za-z](?![A-Za-z])")
 MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 DECLARATION = re.compile(r"<!--\s*letters:\s*(.*?)-->", re.S)
-SEED = re.compile(r"\bseeds?\b|\bseed's\b|\bthe notes\b|\bthe question\b|\bthe slides\b", re.I)
+SEED_SPAN = re.compile(r"<!--\s*seed\s*-->.*?<!--\s*/seed\s*-->", re.S)
+USES = ("size", "index", "tensor", "function", "constant", "name")
 
 
-def letter_table(text: str | None = None) -> dict[str, str]:
-    """notation.md's letter table: letter -> its one-word key; a letter listed twice is an error."""
+def table_rows(text: str | None = None) -> dict[str, tuple[str, str]]:
+    """notation.md's letter table: letter -> (its one-word key, its use); a letter listed twice is an error."""
     text = NOTATION.read_text() if text is None else text
     section = text.split(TABLE_HEADING, 1)[1].split("\n#", 1)[0]
-    table: dict[str, str] = {}
+    table: dict[str, tuple[str, str]] = {}
     for row in section.splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
         if len(cells) < 2 or not cells[0].startswith("$"):
             continue
         letter = cells[0].strip("$").strip()
         if letter in table:
-            raise ValueError(f"notation.md lists {letter} twice: {table[letter]} and {cells[1]}")
-        table[letter] = cells[1]
+            raise ValueError(f"notation.md lists {letter} twice: {table[letter][0]} and {cells[1]}")
+        if len(cells) < 4 or not set(re.split(r",\s*", cells[2])) <= set(USES):
+            raise ValueError(f"notation.md gives {letter} ({cells[1]}) no use: the third column is one of {USES}")
+        table[letter] = (cells[1], cells[2])
     return table
 
 
+def letter_table(text: str | None = None) -> dict[str, str]:
+    """notation.md's letter table: letter -> its one-word key."""
+    return {letter: key for letter, (key, _) in table_rows(text).items()}
+
+
+def letter_uses(text: str | None = None) -> dict[str, str]:
+    """notation.md's letter table: letter -> its use (size, index, tensor, function, constant, name)."""
+    return {letter: use for letter, (_, use) in table_rows(text).items()}
+
+
 def book_text(markdown: str) -> str:
-    """The markdown without what quotes a seed: seed columns of translation tables, sentences naming a seed."""
-    lines, out = markdown.splitlines(), []
+    """The markdown without what quotes a seed: seed columns of translation tables, marked seed formulas."""
+    lines, out = SEED_SPAN.sub(" ", markdown).splitlines(), []
     i = 0
     while i < len(lines):
         if lines[i].lstrip().startswith("|"):
@@ -59,12 +75,11 @@ def book_text(markdown: str) -> str:
                 block.append(lines[i].strip().strip("|").split("|"))
                 i += 1
             keep = 2 if block[0][0].strip().lower() == "book" else len(block[0])
-            out += [" ".join(row[:keep]) for row in block[2:] if not SEED.search(" ".join(row[:keep]))]
+            out += [" ".join(row[:keep]) for row in block[2:]]
             continue
         out.append(lines[i])
         i += 1
-    sentences = re.split(r"(?<=[.;:?!])\s+(?=[A-Z*(\[])|\n\s*\n|\n\s*[*-] |\n\s*\d+\. ", "\n".join(out))
-    return "\n".join(s for s in sentences if not SEED.search(s))
+    return "\n".join(out)
 
 
 def letters(tex: str) -> list[str]:
@@ -84,6 +99,79 @@ def used(markdown_cells: list[str]) -> Counter[str]:
     return found
 
 
+# How a formula uses a letter. A name written as text (\text{Emit}, \operatorname{softmax}) is a base like a letter.
+NAME = r"\\(?:text\w*|mathrm|operatorname\*?)\s*\{[^{}]*\}"
+OPERATOR = re.compile(r"\\(?:sum|prod|max|min)(?![A-Za-z])|\\operatorname\*?\s*\{[^{}]*\}"
+                      r"|\\(?:text|mathrm)\s*\{(?:softmax|SoftMax|argmax)\}")
+SCRIPT = r"(?:'+|\s*[_^]\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|\\[A-Za-z]+|[A-Za-z0-9]))*"
+
+
+def _group(tex: str, start: int, open_: str = "[", close: str = "]") -> int:
+    """The index just past the bracket that closes the one at `start`."""
+    depth = 0
+    for i in range(start, len(tex)):
+        depth += (tex[i] == open_) - (tex[i] == close)
+        if depth == 0:
+            return i + 1
+    return len(tex)
+
+
+def _elements(inside: str) -> list[tuple[str, bool]]:
+    """(leading letter, bare) for each comma-separated element of an index list or an operator's subscript; an
+    element is bare when it is the letter alone (with primes or a subscript), not arithmetic like t + 1."""
+    out = []
+    for element in re.split(r",(?![^{]*\})", inside):
+        plain = re.sub(NAME, " ", element)
+        m = LETTER.search(plain)
+        if m and not re.search(r"[<>=]|\\(?:le|ge|in)(?![A-Za-z])", plain[:m.start()]):
+            bare = re.fullmatch(r"\s*" + re.escape(m.group(0)) + SCRIPT + r"\s*", plain) is not None
+            out.append((m.group(0), bare))
+    return out
+
+
+def roles(tex: str) -> list[tuple[str, str]]:
+    """(letter, role) for each letter whose form shows a role: 'read' (read at an index, X[...]), 'runs' (alone as
+    an element of an index list or of a sum's subscript), 'computes' (leads index arithmetic, V[H - 1]) or 'shape'
+    (an element of a list of capitals only, a tensor's shape such as W[J, K])."""
+    tex = re.sub(r"\\(?:mathbf|mathbb|mathcal|boldsymbol)\s*\{[^{}]*\}", " ", tex)
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r"(" + LETTER.pattern + r"|" + NAME + r")" + SCRIPT + r"\s*\[", tex):
+        if LETTER.fullmatch(m.group(1)):
+            out.append((m.group(1), "read"))
+        elements = _elements(tex[m.end():_group(tex, m.end() - 1) - 1])
+        shape = all(bare and letter.isupper() for letter, bare in elements)
+        out += [(letter, "shape" if shape else "runs" if bare else "computes") for letter, bare in elements]
+    for m in OPERATOR.finditer(tex):
+        sub = re.match(r"\s*_\s*(?:\{((?:[^{}]|\{[^{}]*\})*)\}|(\\[A-Za-z]+|[A-Za-z]))", tex[m.end():])
+        if sub:
+            out += [(letter, "runs" if bare else "computes") for letter, bare in _elements(sub.group(1) or sub.group(2))]
+    return out
+
+
+FORBIDDEN = {"size": {"read": "read at an index, as a tensor is", "runs": "running as an index"},
+             "index": {"read": "read at an index, as a tensor is", "shape": "in a shape, as a size is"},
+             "tensor": {"runs": "running as an index", "computes": "in index arithmetic",
+                        "shape": "in a shape, as a size is"}}
+
+
+def forbidden(use: str) -> dict[str, str]:
+    """What a letter of this use may not do; a use of several kinds ("index, tensor") forbids what all forbid."""
+    kinds = [FORBIDDEN.get(u.strip(), {}) for u in use.split(",")]
+    return {role: why for role, why in kinds[0].items() if all(role in k for k in kinds[1:])}
+
+
+def misuses(markdown_cells: list[str], uses: dict[str, str]) -> Counter[tuple[str, str]]:
+    """(letter, what it does that its use forbids) -> how often, over the chapter's math."""
+    found: Counter[tuple[str, str]] = Counter()
+    for md in markdown_cells:
+        for m in MATH.finditer(book_text(DECLARATION.sub(" ", md))):
+            for letter, role in roles(m.group(1) or m.group(2)):
+                wrong = forbidden(uses.get(letter, "")).get(role)
+                if wrong:
+                    found[(letter, wrong)] += 1
+    return found
+
+
 def declared(markdown_cells: list[str]) -> dict[str, str]:
     """The chapter's declaration: letter -> key."""
     out: dict[str, str] = {}
@@ -95,8 +183,10 @@ def declared(markdown_cells: list[str]) -> dict[str, str]:
     return out
 
 
-def problems(markdown_cells: list[str], table: dict[str, str], name: str) -> list[str]:
+def problems(markdown_cells: list[str], table: dict[str, str], name: str,
+             uses: dict[str, str] | None = None) -> list[str]:
     """Everything that breaks one meaning per letter in one chapter, one line each."""
+    uses = letter_uses() if uses is None else uses
     decl = declared(markdown_cells)
     out = [f"{name}: declares no letters (<!-- letters: ... -->)"] if not decl else []
     for letter, key in decl.items():
@@ -107,6 +197,8 @@ def problems(markdown_cells: list[str], table: dict[str, str], name: str) -> lis
     for letter, count in sorted(used(markdown_cells).items()):
         if letter not in decl:
             out.append(f"{name}: {letter} is used {count} times in the math but not declared")
+    for (letter, wrong), count in sorted(misuses(markdown_cells, uses).items()):
+        out.append(f"{name}: {letter} is a {uses[letter]} ({table[letter]}) but appears {count} times {wrong}")
     return out
 
 
@@ -114,12 +206,17 @@ def markdown_of(chapter: Chapter) -> list[str]:
     return [c.source for c in chapter.read().cells if c.cell_type == "markdown"]
 
 
-def test_the_table_gives_each_letter_one_meaning() -> None:
-    table = letter_table()
+def test_the_table_gives_each_letter_one_meaning_and_one_use() -> None:
+    table, uses = letter_table(), letter_uses()
     assert {"t", "T", "s", "N", "k", "x", r"\alpha"} <= set(table), sorted(table)
+    assert (uses["T"], uses["t"], uses["s"]) == ("size", "index", "tensor"), uses
+    head = f"{TABLE_HEADING}\n\n| letter | key | use | meaning |\n|---|---|---|---|\n"
     with pytest.raises(ValueError, match="twice"):
-        letter_table(f"{TABLE_HEADING}\n\n| letter | key | meaning |\n|---|---|---|\n| $s$ | score | a score |\n"
-                     "| $s$ | state | a grammar's state |\n")
+        letter_table(head + "| $s$ | score | tensor | a score |\n| $s$ | state | index | a grammar's state |\n")
+    with pytest.raises(ValueError, match="no use"):
+        letter_table(head + "| $s$ | score | a score |\n")
+    with pytest.raises(ValueError, match="no use"):
+        letter_table(head + "| $s$ | score | scalar | a score |\n")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
@@ -141,10 +238,33 @@ def test_a_planted_reuse_fails() -> None:
     assert problems(honest, table, "honest") == [], problems(honest, table, "honest")
 
 
-def test_seed_quotes_and_labels_are_not_the_books_letters() -> None:
+def test_a_reuse_in_another_role_fails_even_when_declared_with_the_tables_key() -> None:
+    """The same reuse, declared with the table's keys: the form of the formulas shows the second role."""
+    table = letter_table()
+    md = ["<!-- letters: t:length w:word s:score B:batch h:heads -->\n"
+          r"with $B[s, w]$ the emission probabilities of state $s$, $\sum_s B[s, w] = 1$, and $h[t]$ a state"]
+    found = problems(md, table, "planted")
+    assert any("B is a size (batch) but appears 2 times read at an index" in p for p in found), found
+    assert any("s is a tensor (score) but appears 3 times running as an index" in p for p in found), found
+    assert any("h is a index (heads) but appears 1 times read at an index" in p for p in found), found
+    honest = ["<!-- letters: t:length s:score B:batch h:heads H:heads T:length V:output k:keysize -->\n"
+              r"$s[h, t, t'] = \sum_k \text{Query}[h, t, k]\,\text{Key}[h, t', k]$, of shape $s[H, T, T]$ "
+              r"for $B$ sentences, $V[H - 1, t, :]$, the last head, and $\operatorname{softmax}_{t'} s[h, t, t']$"]
+    assert problems(honest, table, "honest") == [], problems(honest, table, "honest")
+
+
+def test_seed_quotes_are_marked_not_skipped() -> None:
+    """A seed's formula counts unless marked; translation tables keep the book's columns only."""
     md = ("| book | meaning | seed 002 |\n|---|---|---|\n| $z[t, j]$ | state | $h[t, J]$ |\n\n"
-          r"The seed writes $h[t-1, J]$. The book writes $W^Q[h, k, j]$ and $\mathbf{Q}_{\ell,h}$ and $\text{Query}$.")
+          r"The seed writes <!-- seed -->$h[t-1, J]$<!-- /seed -->. The book writes $W^Q[h, k, j]$ and "
+          r"$\mathbf{Q}_{\ell,h}$ and $\text{Query}$.")
     assert sorted(used([md])) == sorted({"z", "t", "j", "W", "h", "k", "\\ell"}), used([md])
+    unmarked = md.replace("<!-- seed -->", "").replace("<!-- /seed -->", "")
+    assert used([unmarked])["J"] == 1, "a sentence naming a seed is read like any other"
+    table = letter_table()
+    found = problems(["<!-- letters: t:length j:width J:width h:heads -->\n" + unmarked], table, "planted")
+    assert any("h is a index (heads) but appears 1 times read at an index" in p for p in found), found
+    assert any("J is a size (width) but appears 1 times running as an index" in p for p in found), found
 
 
 # The code's einsum letters follow the same table (front/notation.md, "Einsum letters"): an index is its own
