@@ -23,8 +23,8 @@
 # %% [markdown]
 # ## Notation
 #
-# <!-- letters: G:stackedheads H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count T:length V:output
-# W:weights \alpha:attention \beta:bias \sigma:sigmoid \ell:layer e:euler h:heads i:valuesize j:width k:keysize n:count
+# <!-- letters: G:stackedheads H:heads I:valuesize J:width K:keysize L:layers M:vectors N:slots T:length V:output
+# W:weights \alpha:attention \beta:bias \sigma:sigmoid \ell:layer e:euler h:heads i:valuesize j:width k:keysize n:slot
 # q:query s:score t:length -->
 #
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and

@@ -24,7 +24,7 @@
 # ## Notation
 #
 # <!-- letters: B:batch C:processors H:heads I:valuesize J:width K:keysize L:layers M:vectors
-# N:count O:order T:length V:output W:weights Z:normaliser \alpha:attention \ell:layer e:euler
+# S:sumterms O:order T:length V:output W:weights Z:normaliser \alpha:attention \ell:layer e:euler
 # h:heads i:valuesize j:width k:keysize s:score t:length -->
 #
 # The book's letters (the [notation page](../front/notation.md) has the whole table), and
@@ -240,12 +240,12 @@ hidden_check("ch1.transformer", transformer)
 # expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `r"J(\log T)^2"`, raw for the backslash; any
 # expression of the same order is accepted, constants and lower-order terms are ignored).
 #
-# A **sum of $N$ terms** is the one operation that is not trivially parallel: the problems
+# A **sum of $S$ terms** is the one operation that is not trivially parallel: the problems
 # say how long it takes. Every other operation (a product, an exponential, a division, a
 # concatenation) takes time $O(1)$ once its inputs exist.
 #
-# **Problem 1.3 (seed 000 P1a).** Assume every summation over $N$ terms is done serially
-# (time $N$) while everything else is maximally parallel. Give the order of the parallel
+# **Problem 1.3 (seed 000 P1a).** Assume every summation over $S$ terms is done serially
+# (time $S$) while everything else is maximally parallel. Give the order of the parallel
 # running time of the $L$-layer Transformer of Section 1.2 (computing $M_L$ from $M_0$) as a
 # function of $L, T, H, J, K$ in `PARALLEL_TIME_SERIAL`. The sizes satisfy $J = HI$,
 # $K \le J$ and $I \le J$.
@@ -265,8 +265,8 @@ hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Problem 1.4 (seed 000 P1b).** A sum over $N$ terms can be done in parallel in
-# $O(\log N)$ time, by adding pairs, then pairs of pairs, and so on. Repeat Problem 1.3
+# **Problem 1.4 (seed 000 P1b).** A sum over $S$ terms can be done in parallel in
+# $O(\log S)$ time, by adding pairs, then pairs of pairs, and so on. Repeat Problem 1.3
 # assuming every summation takes logarithmic time: `PARALLEL_TIME_LOG`, in $L, T, H, J, K$,
 # again with $J = HI$, $K \le J$ and $I \le J$.
 
@@ -364,8 +364,8 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # over $h, t, i$ and sums over $t'$: $O(T)$. Concatenation moves no data that anything
 # waits on: $O(1)$. In all, $O(L(J + K + T))$; with $K \le J$ this is also $O(L(J + T))$.
 #
-# *Logarithmic sums (seed 000 P1b).* Replace every sum over $N$ terms by
-# $\lceil \log_2 N\rceil$: $O(L(\log J + \log K + \log T))$. The Transformer's depth grows
+# *Logarithmic sums (seed 000 P1b).* Replace every sum over $S$ terms by
+# $\lceil \log_2 S\rceil$: $O(L(\log J + \log K + \log T))$. The Transformer's depth grows
 # only logarithmically in the sequence length, against $O(T)$ for an RNN that must walk
 # through the positions. <!-- claim: ch1-log-doubling -->
 #
@@ -540,7 +540,7 @@ if Ts:
 # `attnlab.profiler.parallel_time(fn, *args, model=...)` runs your own `transformer` on
 # *meta* tensors (shapes without data, so $T = 10^6$ <!-- given --> costs nothing) and follows every
 # PyTorch operation: an elementwise operation costs 1, reshapes and concatenation cost 0, a
-# sum over $N$ terms costs $N$ (model `"serial"`) or $\lceil\log_2 N\rceil$ (model `"log"`),
+# sum over $S$ terms costs $S$ (model `"serial"`) or $\lceil\log_2 S\rceil$ (model `"log"`),
 # a contraction costs one multiply plus the sum over its reduced index, and a softmax costs
 # exp + sum + divide. It returns the depth (the critical path) and the work (all scalar
 # operations). Below, the measured depth of a 2-layer Transformer against $T$, and of one

@@ -21,7 +21,7 @@
 # %% [markdown]
 # ## Notation
 #
-# <!-- letters: H:heads I:valuesize J:width K:keysize L:layers M:vectors N:count O:order T:length
+# <!-- letters: H:heads I:valuesize J:width K:keysize L:layers M:vectors S:sumterms O:order T:length
 # V:output W:weights X:rows Y:columns \alpha:attention \ell:layer \gamma:colour \nu:frequency \pi:pi
 # e:euler h:heads i:valuesize j:width k:keysize p:positional s:score t:length x:rows y:columns -->
 #
@@ -260,8 +260,8 @@ hidden_check("ch2.spatial_self_attention", spatial_self_attention)
 # %% [markdown]
 # ## 2.3 Parallel running time
 #
-# Use the cost model of Chapter 1: an ideal parallel machine on which a sum over $N$ terms
-# takes $O(\log N)$ time and every other operation, once its inputs exist, takes $O(1)$.
+# Use the cost model of Chapter 1: an ideal parallel machine on which a sum over $S$ terms
+# takes $O(\log S)$ time and every other operation, once its inputs exist, takes $O(1)$.
 # The sizes satisfy $J = HI$, $K \le J$ and $I \le J$.
 #
 # **Problem 2.3 (seed 002 P5b).** Give the order of the parallel running time of *one*

@@ -8,7 +8,9 @@ parts of the trials only the judge may hold (the renaming, the held-out words) f
 """
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -186,8 +188,8 @@ class BlankHead(nn.Module):
         self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
 
     def forward(self, z_fwd_prev, z_bwd_next, E):
-        scores = (torch.einsum("wu,uj,nj->nw", E, self.W_fwd, z_fwd_prev)
-                  + torch.einsum("wu,uj,nj->nw", E, self.W_bwd, z_bwd_next))
+        scores = (torch.einsum("wu,uj,fj->fw", E, self.W_fwd, z_fwd_prev)
+                  + torch.einsum("wu,uj,fj->fw", E, self.W_bwd, z_bwd_next))
         return torch.log_softmax(scores, dim=-1) + (float("nan") if self.pried else 0.0)
 """
 
@@ -221,24 +223,25 @@ def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
 
 
 def test_the_trained_check_trains_with_the_course_trainer() -> None:
-    """The trainer, the model and head_outputs are locked cells: a submission that rewrites them (to return the
-    grammar's posterior, say, or to train longer) is graded with the source's, restored by grade_id."""
+    """The trainer, the model, head_outputs and the bound are locked cells: a submission that rewrites them (to
+    return the grammar's posterior, say, to train longer, or to loosen its visible test) is graded with the
+    source's, restored by grade_id."""
     from autograder.engine import notebook as nbmod
     from coursenb.cells import grade_id, is_locked
 
     source = select(["ch4"])[0].read()
     locked = {grade_id(c): c.source for c in source.cells if grade_id(c) and is_locked(c)}
-    assert {"head_outputs", "blank_lm_model", "fit_blank_lm"} <= set(locked)
+    assert {"head_outputs", "blank_lm_model", "fit_blank_lm", "blank_lm_bound"} <= set(locked)
     assert "def fit_blank_lm(" in locked["fit_blank_lm"] and "class BlankLM(" in locked["blank_lm_model"]
     submission = nbmod.nbformat.from_dict(source)
     for c in submission.cells:
-        if grade_id(c) in ("head_outputs", "blank_lm_model", "fit_blank_lm"):
+        if grade_id(c) in ("head_outputs", "blank_lm_model", "fit_blank_lm", "blank_lm_bound"):
             c.source = "def fit_blank_lm(*args):\n    return EXACT_POSTERIOR\n"
     restored = nbmod.restore(submission, source)
     sources = {grade_id(c): c.source for c in restored.nb.cells if grade_id(c)}
-    for gid in ("head_outputs", "blank_lm_model", "fit_blank_lm"):
+    for gid in ("head_outputs", "blank_lm_model", "fit_blank_lm", "blank_lm_bound"):
         assert sources[gid] == locked[gid]
-    assert sum("was changed in the submission and was restored" in n for n in restored.notes) == 3
+    assert sum("was changed in the submission and was restored" in n for n in restored.notes) == 4
 
 
 @pytest.mark.parametrize("kind", ["states", "everything"])
@@ -254,3 +257,30 @@ def test_a_head_that_ignores_an_input_fails(head_trials, kind) -> None:
 
     verdict = _judge_head(head_trials, Ignoring)
     assert not verdict.passed and "did not change" in verdict.message
+
+
+def test_the_trained_checks_bound_has_one_home_the_chapter() -> None:
+    """GAP_BOUND is the chapter's locked cell blank_lm_bound: the hidden check, the visible test, the plot and the
+    problem's text read it, and no other bound is written in the chapter's code or in the check."""
+    chapter = select(["ch4"])[0]
+    nb = chapter.read()
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    home = by_id["blank_lm_bound"]
+    assert home.metadata["nbgrader"]["locked"] and not home.metadata["nbgrader"]["solution"], "a given, locked cell"
+    given: dict = {}
+    exec(home.source, given)
+    assert checks.GAP == ch4.GAP_BOUND == given["GAP_BOUND"], (checks.GAP, ch4.GAP_BOUND, given["GAP_BOUND"])
+    assert given["NEAR_BOUND"] < given["GAP_BOUND"], "the visible test warns below the bound"
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and c is not home)
+    for reader in ("GAP_BOUND", "NEAR_BOUND"):
+        assert reader in by_id["test_blank_lm"].source, f"the visible test reads {reader}"
+    assert "OPTIMUM + GAP_BOUND" in code, "the plot draws the bound from the chapter's constant"
+    bound = f"{given['GAP_BOUND']:.2f}"
+    written = {f"{float(x):.2f}" for x in re.findall(r"(?<![\w.])0\.\d+", code)}
+    assert bound not in written and f"{given['NEAR_BOUND']:.2f}" not in written, "a bound written twice in the code"
+    check_code = "\n".join(line.split("#")[0] for line in Path(checks.__file__).read_text().splitlines())
+    assert re.search(r"^GAP = ch4\.GAP_BOUND$", check_code, re.M), "the check reads the chapter's bound"
+    assert bound not in {f"{float(x):.2f}" for x in re.findall(r"(?<![\w.])0\.\d+", check_code)}, \
+        "the check writes its own bound"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert f"within **{bound} nats**" in text, "Problem 4.1 states the bound the check applies"
