@@ -744,13 +744,14 @@ KINDS = {
     "preposition": set(grammar.PREPOSITIONS),
     "adverb": set(grammar.ADVERBS),
 }
-optimum_by_kind = {kind: GRAMMAR.blank_nll(held_out).float()[torch.isin(
-    held_out.words(), torch.tensor([GRAMMAR.word_id[w] for w in members]))].mean().item() for kind, members in KINDS.items()}
+optimum_nll = GRAMMAR.blank_nll(held_out).float()  # [sentences, T]: -ln P(w_t | rest) at the optimum
+optimum_by_kind = {kind: optimum_nll[torch.isin(held_out.words(), torch.tensor([GRAMMAR.word_id[w] for w in members]))]
+                   .mean().item() for kind, members in KINDS.items()}
 assert max(optimum_by_kind, key=optimum_by_kind.get) == "noun", \
     f"at the optimum, nouns should be the least predictable blanks: {optimum_by_kind}"  # claim: ch4-nouns
 if curves and transformer_curves:
     words = held_out.words()
-    table = {"optimum": GRAMMAR.blank_nll(held_out).float(), "bidirectional GRU": nll_per_position(rnn, held_out),
+    table = {"optimum": optimum_nll, "bidirectional GRU": nll_per_position(rnn, held_out),
              "Transformer": nll_per_position(bert, held_out)}
     print(f"{'blanked word':>12} {'share':>6} " + " ".join(f"{k:>18}" for k in table))
     for kind, members in KINDS.items():
