@@ -11,11 +11,13 @@
 #
 # * implement `self_attention(M, WQ, WK, WV)` and `transformer(M, layers)` in PyTorch,
 #   working on whatever device and dtype the inputs have;
-# * derive the parallel running time of an $L$-layer Transformer, of one layer and of one
-#   softmax, when sums are serial and when they take logarithmic time, and give your
-#   answers as expressions such as `"H*T^2"`;
+# * derive, from the bottom up, the parallel running time of one softmax, of one layer and
+#   of an $L$-layer Transformer, when sums are serial and when they take logarithmic time,
+#   and the work and the memory of one layer, giving your answers as expressions such as
+#   `"L*T^2"`;
 # * time one layer against the sequence length $T$, next to PyTorch's fused attention
-#   kernel, and measure the depth of your own `transformer` with the book's profiler.
+#   kernel, and measure the work, the memory and the depth of your own layers with the
+#   book's profiler.
 #
 # The problems restate seed 000 (TTIC 31230, Transformer problems, Problem 1) and seed 002
 # (TTIC 31230 2020, Problem 4) in this book's notation.
@@ -231,64 +233,77 @@ hidden_check("ch1.transformer", transformer)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## 1.3 Parallel running time
+# ## 1.3 Parallel running time, from the bottom up
 #
 # Assume an ideal parallel machine: any number of independent scalar operations run at
 # once, and an operation can start as soon as its inputs exist. The **parallel running
 # time** (the *depth*) of a computation is then the length of its longest chain of
 # dependent operations. <!-- not a claim: a definition --> Constant factors do not matter: answer with the order, as an
-# expression in the named sizes (write `"H*T^2"`, `"O(L^2 T)"` or `r"J(\log T)^2"`, raw for the backslash; any
-# expression of the same order is accepted, constants and lower-order terms are ignored).
+# expression in the named sizes (write `"L*T^2"`, `"O(L^2 T)"` or `r"J(\log T)^2"`, raw for
+# the backslash; any expression of the same order is accepted, constants and lower-order
+# terms are ignored).
 #
 # A **sum of $S$ terms** is the one operation that is not trivially parallel: the problems
 # say how long it takes. Every other operation (a product, an exponential, a division, a
-# concatenation) takes time $O(1)$ once its inputs exist.
+# concatenation) takes time $O(1)$ once its inputs exist. Two more counts go with the
+# depth: the **work**, the number of scalar operations in all (what one processor would
+# spend; a sum of $S$ terms is $S$ of them whatever its depth), and the **memory** of a
+# tensor, the number of numbers it holds. We build the answers from the bottom up: one
+# softmax, then one layer, then $L$ layers.
 #
-# **Problem 1.3 (seed 000 P1a).** Assume every summation over $S$ terms is done serially
-# (time $S$) while everything else is maximally parallel. Give the order of the parallel
-# running time of the $L$-layer Transformer of Section 1.2 (computing $M_L$ from $M_0$) as a
-# function of $L, T, H, J, K$ in `PARALLEL_TIME_SERIAL`. The sizes satisfy $J = HI$,
-# $K \le J$ and $I \le J$.
+# **A worked example.** Two computations over the rows of $M[T, J]$: the row sums
+# $\sum_j M[t, j]$ for every $t$, and how alike every two positions are,
+# $\sum_j M[t,j]\,M[t',j]$ for every pair $t, t'$ (`torch.einsum("tj,Tj->tT", M, M)`).
+#
+# * *Row sums.* The $T$ sums are independent of each other and run at once; each adds $J$
+#   terms. Depth: $J$ with serial sums, $\lceil \log_2 J\rceil$ with logarithmic ones.
+#   Work: $T J$ (the profiler counts one addition per term). Memory of the result: $T$.
+# * *All pairs.* First every product $M[t,j]\,M[t',j]$, for every $t$, $t'$ and $j$ at once
+#   (one step); then each of the $T^2$ results sums $J$ of them. Depth: $1 + J$ serial,
+#   $1 + \lceil\log_2 J\rceil$ logarithmic. The depth does not depend on $T$: more
+#   positions are more work side by side, not a longer chain. Work: $T^2 J$ products and
+#   as many additions, $2 T^2 J$. Memory of the result: $T^2$ numbers.
+#
+# The book's profiler, `attnlab.profiler.parallel_time` (Section 1.5 says how it counts),
+# measures depth and work by running a function on *meta* tensors (shapes without data),
+# and `attnlab.kernels.largest_tensor` finds the largest tensor a function allocates. The
+# cell below checks each count above at four sizes, two values of $T$ for each $J$
+# <!-- claim: ch1-worked -->.
 
-# %% nbgrader={"grade": false, "grade_id": "parallel_time_serial", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, as a string, e.g. "H*T^2".
-### BEGIN SOLUTION
-PARALLEL_TIME_SERIAL = "L*(J + K + T)"
-### END SOLUTION
+# %%
+from attnlab.kernels import largest_tensor
+from attnlab.profiler import parallel_time
 
-# %% nbgrader={"grade": true, "grade_id": "test_parallel_time_serial", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-expect_answer(PARALLEL_TIME_SERIAL, ["L", "T", "H", "J", "K"], "PARALLEL_TIME_SERIAL")
-### BEGIN HIDDEN TESTS
-from attnlab.grading import hidden_check
 
-hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
-### END HIDDEN TESTS
+def row_sums(M: torch.Tensor) -> torch.Tensor:
+    """M[T, J] -> [T]: the sum over j of M[t, j]."""
+    return M.sum(dim=1)
+
+
+def all_pairs(M: torch.Tensor) -> torch.Tensor:
+    """M[T, J] -> [T, T]: the sum over j of M[t, j] M[t', j]."""
+    return torch.einsum("tj,Tj->tT", M, M)
+
+
+print("    T     J | row sums: depth serial, log; work | all pairs: depth serial, log; work; largest tensor")
+for T, J in [] if is_grading() else [(8, 64), (500, 64), (8, 1000), (500, 1000)]:
+    meta = torch.empty(T, J, device="meta")
+    rows = [parallel_time(row_sums, meta, model=model) for model in ("serial", "log")]
+    pairs = [parallel_time(all_pairs, meta, model=model) for model in ("serial", "log")]
+    largest = largest_tensor(all_pairs, meta)
+    print(f"{T:5d} {J:5d} | {rows[0].depth:5d} {rows[1].depth:3d}; {rows[1].work:7d} | "
+          f"{pairs[0].depth:5d} {pairs[1].depth:3d}; {pairs[1].work:10d}; {largest:6d}")
+    log_J = math.ceil(math.log2(J))
+    assert (rows[0].depth, rows[1].depth, rows[1].work) == (J, log_J, T * J), \
+        "the row sums' depth or work is not the count worked out above"  # claim: ch1-worked
+    assert (pairs[0].depth, pairs[1].depth, pairs[1].work, largest) == (1 + J, 1 + log_J, 2 * T * T * J, T * T), \
+        "the all-pairs depth, work or memory is not the count worked out above"  # claim: ch1-worked
 
 # %% [markdown]
-# **Problem 1.4 (seed 000 P1b).** A sum over $S$ terms can be done in parallel in
-# $O(\log S)$ time, by adding pairs, then pairs of pairs, and so on. Repeat Problem 1.3
-# assuming every summation takes logarithmic time: `PARALLEL_TIME_LOG`, in $L, T, H, J, K$,
-# again with $J = HI$, $K \le J$ and $I \le J$.
-
-# %% nbgrader={"grade": false, "grade_id": "parallel_time_log", "locked": false, "schema_version": 3, "solution": true}
-# An expression in L, T, H, J, K, e.g. "J*log(L)".
-### BEGIN SOLUTION
-PARALLEL_TIME_LOG = "L*(log(J) + log(K) + log(T))"
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "test_parallel_time_log", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-expect_answer(PARALLEL_TIME_LOG, ["L", "T", "H", "J", "K"], "PARALLEL_TIME_LOG")
-### BEGIN HIDDEN TESTS
-from attnlab.grading import hidden_check
-
-hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# **Problem 1.5 (seed 002 P4a).** Fix a head $h$ and a query position $t$. First the
-# scores $s[h,t,t']$ are computed for every $t'$, then the normaliser $Z[h,t]$ and the
-# attention weights $\alpha[h,t,\cdot]$. With logarithmic-time sums, what is the parallel
-# time of this softmax (scores included) as a function of $T$ and $K$? Answer in
+# **Problem 1.3 (seed 002 P4a): one softmax.** Fix a head $h$ and a query position $t$.
+# First the scores $s[h,t,t']$ are computed for every $t'$, then the normaliser $Z[h,t]$
+# and the attention weights $\alpha[h,t,\cdot]$. With logarithmic-time sums, what is the
+# parallel time of this softmax (scores included) as a function of $T$ and $K$? Answer in
 # `SOFTMAX_TIME`.
 #
 # In practice a GPU computes each inner product of length $K$ serially inside one thread,
@@ -320,11 +335,12 @@ hidden_check("ch1.SOFTMAX_TIME_PRACTICE", SOFTMAX_TIME_PRACTICE)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Problem 1.6 (seed 002 P4b).** Now one whole self-attention layer (Section 1.1, all
-# heads), computing $M_{\text{out}}$ from $M$. With logarithmic-time sums, what is the order
-# of its parallel running time as a function of $T$, $J$ and $K$? Answer in `LAYER_TIME`.
+# **Problem 1.4 (seed 002 P4b): one layer.** Now one whole self-attention layer (Section 1.1,
+# all heads), computing $M_{\text{out}}$ from $M$. With logarithmic-time sums, what is the
+# order of its parallel running time as a function of $T$, $J$ and $K$? Answer in
+# `LAYER_TIME`.
 #
-# Then the "practice" model of Problem 1.5: inner products (the sums over $j$ and over $k$)
+# Then the "practice" model of Problem 1.3: inner products (the sums over $j$ and over $k$)
 # are serial, the sums over positions $t'$ are logarithmic. Answer again in
 # `LAYER_TIME_PRACTICE`, as a function of $T$, $J$ and $K$.
 #
@@ -353,8 +369,105 @@ from attnlab.grading import hidden_check
 hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 ### END HIDDEN TESTS
 
+# %% [markdown]
+# **Problem 1.5: the work and the memory of one layer.** Count the scalar operations of one
+# whole layer, all heads, from $M$ to $M_{\text{out}}$ (every multiplication, addition,
+# exponential and division once; constant factors do not matter): `LAYER_WORK`, an order in
+# $T$, $H$, $J$ and $K$. Then its memory: how many numbers the scores $s[h,t,t']$ of one
+# layer hold, all heads together, which the layer of Section 1.1 stores before its softmax:
+# `SCORES_MEMORY`, in $T$, $H$, $J$ and $K$. Both with $J = HI$, $K \le J$ and $I \le J$;
+# $K$ and $I$ are not tied to each other. Section 1.4 measures both on your own
+# `self_attention`.
+
+# %% nbgrader={"grade": false, "grade_id": "work_memory", "locked": false, "schema_version": 3, "solution": true}
+# Expressions in T, H, J and K.
+### BEGIN SOLUTION
+LAYER_WORK = "T^2*H*K + T^2*J + T*J*H*K + T*J^2"
+SCORES_MEMORY = "H*T^2"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_layer_work", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(LAYER_WORK, ["T", "H", "J", "K"], "LAYER_WORK")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch1.LAYER_WORK", LAYER_WORK)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_scores_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(SCORES_MEMORY, ["T", "H", "J", "K"], "SCORES_MEMORY")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch1.SCORES_MEMORY", SCORES_MEMORY)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Problem 1.6 (seed 000 P1a): $L$ layers, serial sums.** Now the $L$-layer Transformer of
+# Section 1.2, computing $M_L$ from $M_0$. Assume every summation over $S$ terms is done
+# serially (time $S$) while everything else is maximally parallel. Give the order of its
+# parallel running time as a function of $L, T, H, J, K$ in `PARALLEL_TIME_SERIAL`. The
+# sizes satisfy $J = HI$, $K \le J$ and $I \le J$.
+
+# %% nbgrader={"grade": false, "grade_id": "parallel_time_serial", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L, T, H, J, K, as a string, e.g. "L*T^2".
+### BEGIN SOLUTION
+PARALLEL_TIME_SERIAL = "L*(J + K + T)"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_parallel_time_serial", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(PARALLEL_TIME_SERIAL, ["L", "T", "H", "J", "K"], "PARALLEL_TIME_SERIAL")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Problem 1.7 (seed 000 P1b): $L$ layers, logarithmic sums.** A sum over $S$ terms can be
+# done in parallel in $O(\log S)$ time, by adding pairs, then pairs of pairs, and so on.
+# Repeat Problem 1.6 assuming every summation takes logarithmic time: `PARALLEL_TIME_LOG`,
+# in $L, T, H, J, K$, again with $J = HI$, $K \le J$ and $I \le J$.
+
+# %% nbgrader={"grade": false, "grade_id": "parallel_time_log", "locked": false, "schema_version": 3, "solution": true}
+# An expression in L, T, H, J, K, e.g. "J*log(L)".
+### BEGIN SOLUTION
+PARALLEL_TIME_LOG = "L*(log(J) + log(K) + log(T))"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_parallel_time_log", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+expect_answer(PARALLEL_TIME_LOG, ["L", "T", "H", "J", "K"], "PARALLEL_TIME_LOG")
+### BEGIN HIDDEN TESTS
+from attnlab.grading import hidden_check
+
+hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
+### END HIDDEN TESTS
+
 # %% [markdown] tags=["solutions-only"]
 # ### Worked solution
+#
+# *One softmax (seed 002 P4a).* Scores: an inner product of length $K$, a product step and
+# a sum, $O(\log K)$, as in the worked example's all pairs; then $Z$, a sum over $T$ terms,
+# $O(\log T)$: in all $O(\log T + \log K)$. With serial inner products, $O(K + \log T)$.
+#
+# *One layer (seed 002 P4b).* $O(\log J)$ for the projections, $O(\log K)$ for the scores,
+# $O(\log T)$ for $Z$ and the average: $O(\log T + \log J + \log K) = O(\log T + \log J)$ as
+# $K \le J$. In practice: $O(J)$ for the projections, $O(K)$ for the scores, $O(\log T)$
+# for $Z$ and the average: $O(J + K + \log T) = O(J + \log T)$.
+#
+# *Work and memory of one layer.* Count as in the worked example, two operations (a product
+# and an addition) per term of a sum. The query and key projections have $HTK$ outputs
+# each, each a sum of $J$ terms: $4HTKJ$. The values have $HTI$ outputs of $J$ terms:
+# $2HTIJ = 2TJ^2$, as $HI = J$. The scores have $HT^2$ outputs of $K$ terms, $2HT^2K$, and
+# $HT^2$ divisions by $\sqrt K$; the softmax an exponential, an addition and a division
+# per score, $3HT^2$; the weighted average $HTI$ outputs of $T$ terms, $2T^2J$. The
+# concatenation computes nothing. In all
+# $4HTKJ + 2TJ^2 + 2HT^2K + 2T^2J + 4HT^2$, and as $H \le J$ the last term is at most
+# twice the one before it:
+# $\text{work} = \Theta(T^2HK + T^2J + TJHK + TJ^2) = \Theta\big(T(T + J)(HK + J)\big)$. Neither
+# part can be dropped: $T$ may be smaller or larger than $J$, and $HK$ (the queries'
+# width over all heads) smaller or larger than $J = HI$. The scores hold
+# $HT^2$ numbers: every head, every pair of positions.
 #
 # *Serial sums (seed 000 P1a).* Layer $\ell+1$ reads layer $\ell$'s output, so the layers
 # run one after another: the time is $L$ times one layer's. In a layer, the three
@@ -369,16 +482,10 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 # only logarithmically in the sequence length, against $O(T)$ for an RNN that must walk
 # through the positions. <!-- claim: ch1-log-doubling -->
 #
-# *One softmax (seed 002 P4a).* Scores: an inner product of length $K$, $O(\log K)$; then
-# $Z$, a sum over $T$ terms, $O(\log T)$: in all $O(\log T + \log K)$. With serial inner
-# products, $O(K + \log T)$.
-#
-# *One layer (seed 002 P4b).* $O(\log J)$ for the projections, $O(\log K)$ for the scores,
-# $O(\log T)$ for $Z$ and the average: $O(\log T + \log J + \log K) = O(\log T + \log J)$ as
-# $K \le J$. In practice: $O(J)$ for the projections, $O(K)$ for the scores, $O(\log T)$
-# for $Z$ and the average: $O(J + K + \log T) = O(J + \log T)$.
-#
-# *Measured (Section 1.5).* The profiler agrees: the serial depth climbs by $2L$ per unit
+# *Measured (Sections 1.4 and 1.5).* The profiler agrees. Its work count of one layer is
+# exactly $4HTKJ + 2TJ^2 + 2HT^2K + 2T^2J + 4HT^2$ at every size of Section 1.4's sweeps, and
+# the largest tensor of the layer is the scores', $HT^2$ numbers, at every size of its
+# memory sweep <!-- claim: ch1-work-memory -->. The serial depth climbs by $2L$ per unit
 # of $T$ (in each of the $L$ layers, two sums run over $t'$: the softmax's normaliser and
 # the weighted average) <!-- claim: ch1-serial-slope -->, while the log depth climbs by
 # only $2L$ each time $T$ doubles <!-- claim: ch1-log-doubling -->. One layer at
@@ -390,11 +497,11 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 #
 # Depth is what an ideal machine with unlimited processors would see. A real device has a
 # fixed number $C$ of processors, and Brent's bound says that a computation runs on it in
-# time at most $\text{work}/C + \text{depth}$. <!-- not a claim: Brent's theorem --> One layer does
-# $\text{work} = \Theta\big(T^2 (K + I) H + T J (2K + I) H\big)$ scalar operations (the
-# scores and the weighted average over all pairs of positions, then the three projections),
-# so on a CPU with a few cores the work term dominates and the wall-clock grows like $T^2$; <!-- claim: ch1-growth -->
-# on a GPU the $T^2$ growth only appears once $T^2 H$ exceeds what its cores do at once.
+# time at most $\text{work}/C + \text{depth}$. <!-- not a claim: Brent's theorem --> A layer's work (Problem 1.5) grows like $T^2$
+# once $T$ is large, so on a CPU with a few cores the work term dominates and the
+# wall-clock grows like $T^2$; <!-- claim: ch1-growth --> on a GPU that growth only appears once the layer's work
+# exceeds what its cores do at once. This section times one layer, then measures its work
+# and its memory against your answers to Problem 1.5.
 #
 # PyTorch's `scaled_dot_product_attention` computes the middle of a layer, from the per-head
 # queries, keys and values to $V$. It has several kernels: a *math* kernel that does what
@@ -456,7 +563,9 @@ assert err < 1e-10, f"your self_attention differs from scaled_dot_product_attent
 # (`attnlab.kernels.attention_backend` watches the operations a call runs). Each point is
 # the **median** of repeated runs after two warm-up runs; the bars span the middle half of
 # the runs (25th to 75th percentile), so a run disturbed by another process on a shared
-# machine moves the bar, not the point.
+# machine moves the bar, not the point. On a CPU the timing runs on one thread: one
+# processor, $C = 1$ in Brent's bound, whose time follows the work (the threads of a
+# parallel region on a shared machine wait for each other's time slices).
 
 # %%
 def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
@@ -490,6 +599,9 @@ WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device, dtype) / J**0.5 for d
 W = torch.randn(J, H * (2 * K + I), generator=g).to(device, dtype) / J**0.5  # the projections' work, stacked
 runs = {name: [] for name in methods}      # per method: the list of run times at each T
 kernels = {}                               # per method: the kernel that ran
+C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" else 1  # processors
+all_threads = torch.get_num_threads()
+torch.set_num_threads(1 if device.type == "cpu" else all_threads)
 with torch.no_grad():
     for T in Ts:
         M = torch.randn(T, J, generator=g).to(device, dtype)
@@ -498,7 +610,8 @@ with torch.no_grad():
         for name, (fn, kind) in methods.items():
             kernels[name] = "a matrix product" if kind == "product" else attention_backend(fn, *given[kind])
             runs[name].append(timings(fn, *given[kind]))
-print(f"device {device.type}, dtype {dtype}, {torch.get_num_threads()} thread(s), H={H}, K=I={K}, J={J}")
+torch.set_num_threads(all_threads)
+print(f"device {device.type}, dtype {dtype}, C = {C} processors, H={H}, K=I={K}, J={J}")
 for k, T in enumerate(Ts):
     print(f"T = {T:5d}: " + "  ".join(f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods))
 if len(Ts) > 1:
@@ -532,9 +645,153 @@ if Ts:
 # the weighted average take over <!-- claim: ch1-growth -->. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic. The run above prints, for the
 # last doubling of $T$, how much each time grew, the ratios to read these sentences against
-# <!-- claim: ch1-growth -->. The depth itself, which is what the problems above ask about, is
-# measured directly by the book's parallel-time profiler in the next section.
+# <!-- claim: ch1-growth -->.
 #
+# ### Work and memory, measured
+#
+# The fused kernel's gain is memory. Below, the memory one layer takes on the active device
+# at each $T$ above: on a GPU the allocator's peak while it runs
+# (`torch.cuda.max_memory_allocated`, above what was allocated before), on a CPU the
+# largest tensor it allocates (`attnlab.kernels.largest_tensor`). The run prints how each
+# grew over the last doubling of $T$: your layer's by about four times, as its scores have
+# $T^2$ entries per head, the fused kernel's by about two, as it never stores them
+# <!-- claim: ch1-memory-growth -->. (This cell measures your own `self_attention`: run it
+# yourself.)
+
+# %% tags=["answer-output"]
+def memory_bytes(fn, *args) -> int:
+    """Bytes fn(*args) takes: on a GPU the allocator's peak above what was allocated before; elsewhere the
+    largest tensor it allocates."""
+    if device.type != "cuda":
+        return largest_tensor(fn, *args) * args[0].element_size()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    fn(*args)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - before
+
+
+memory = {"self_attention (einsum)": [], "4-D inputs": []}  # bytes at each T of the timing
+g = torch.Generator().manual_seed(4)
+with torch.no_grad():
+    for T in Ts:
+        M = torch.randn(T, J, generator=g).to(device, dtype)
+        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]  # [1, H, T, .]
+        memory["self_attention (einsum)"].append(memory_bytes(self_attention, M, WQ, WK, WV))
+        memory["4-D inputs"].append(memory_bytes(fused_attention, *heads))
+        del M, heads
+what = "allocator's peak" if device.type == "cuda" else "largest tensor"
+for k, T in enumerate(Ts):
+    print(f"T = {T:5d}: " + "  ".join(f"{name} {memory[name][k] / 2**20:8.2f} MiB" for name in memory) + f" ({what})")
+if len(Ts) > 1:
+    print(f"from T = {Ts[-2]} to T = {Ts[-1]}, memory grew:")
+    for name in memory:
+        print(f"  {name} ({kernels[name]}): x{memory[name][-1] / memory[name][-2]:.1f}")  # claim: ch1-memory-growth
+
+# %% [markdown]
+# Now your answers to Problem 1.5 against measurements of your own layer at many sizes. The
+# profiler counts the work of your `self_attention` on meta tensors, and `largest_tensor`
+# finds the largest tensor it allocates, the scores' when $T$ is at least $J$ (so the
+# memory sweep keeps $T \ge J$; nothing is allocated for real). Each of $T$, $H$, $K$ and
+# $J$ grows in turn from a base size while the others stay ($J = HI$ throughout), and the
+# plot shows the measurement divided by your answer, scaled to $1$ at the first size. An
+# answer of the right order stays level, up to the constant factors an order leaves out; an
+# answer of another order climbs or falls along the size it gets wrong. (This cell measures
+# your `self_attention` and draws your own answers: run it yourself.)
+
+# %% tags=["answer-output"]
+from attnlab.symbolic import parse_answer
+
+
+def evaluate(answer: str, variables: list[str], **sizes: float) -> float | None:
+    """Your answer string evaluated at the given sizes (None if not answered yet)."""
+    try:
+        expr = parse_answer(answer, variables)
+    except Exception as exc:  # an unanswered or malformed answer: nothing to draw
+        print(f"(not drawn: {exc})")
+        return None
+    return float(expr.subs({s: sizes[s.name] for s in expr.free_symbols}))
+
+
+# what is measured -> (base sizes, the values each size takes in turn); J = H*I, K <= J throughout
+SWEEPS = {"work": ({"T": 64, "H": 4, "K": 4, "J": 64},
+                   {"T": [8, 32, 128, 512, 2048], "H": [1, 4, 16, 64], "K": [2, 4, 16, 64], "J": [16, 64, 256, 1024]}),
+          "memory": ({"T": 256, "H": 4, "K": 4, "J": 32},   # T >= J: the scores are the largest tensor
+                     {"T": [256, 512, 1024, 2048, 4096], "H": [1, 2, 4, 8, 16, 32], "K": [2, 4, 16, 32],
+                      "J": [32, 64, 128, 256]})}
+DRIFT = 3  # an answer of the right order stays within this factor of level along every size
+
+
+def layer_cost(T: int, H: int, K: int, J: int) -> tuple[int, int]:
+    """(work, entries of the largest tensor) of your self_attention on meta tensors M[T, J], WQ/WK[H, K, J], WV[H, J/H, J]."""
+    shapes = [(T, J), (H, K, J), (H, K, J), (H, J // H, J)]
+    work = parallel_time(self_attention, *shapes, model="log").work
+    return work, largest_tensor(self_attention, *(torch.empty(*shape, device="meta") for shape in shapes))
+
+
+sweeps = {} if is_grading() else {  # what -> size -> [(sizes, work, largest)]
+    what: {name: [(sizes, *layer_cost(**sizes)) for sizes in ({**base, name: v} for v in values)]
+           for name, values in grown.items()}
+    for what, (base, grown) in SWEEPS.items()}
+
+
+def drifts(answer: str, what: str) -> dict[str, list[float]] | None:
+    """Per size: the measurement over `answer` along its sweep, scaled to 1 at the first size (None: not drawn)."""
+    out = {}
+    for name, points in sweeps[what].items():
+        measured = [work if what == "work" else largest for sizes, work, largest in points]
+        predicted = [evaluate(answer, ["T", "H", "J", "K"], **sizes) for sizes, *_ in points]
+        if None in predicted or not all(math.isfinite(p) and p > 0 for p in predicted):
+            return None
+        ratios = [m / p for m, p in zip(measured, predicted)]
+        out[name] = [r / ratios[0] for r in ratios]
+    return out
+
+
+if sweeps:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, (what, name) in zip(axes, [("work", "LAYER_WORK"), ("memory", "SCORES_MEMORY")]):
+        answer = globals().get(name)
+        drawn = drifts(answer, what) if isinstance(answer, str) else None
+        if drawn is None:
+            ax.set_title(f"{name}: not answered yet")
+            continue
+        for size, ratios in drawn.items():
+            values = [sizes[size] for sizes, *_ in sweeps[what][size]]
+            growth = [v / values[0] for v in values]
+            ax.plot(growth, ratios, "o-", label=f"{size} grows")
+            spread = max(ratios) / min(ratios)
+            verdict = "level" if spread <= DRIFT else "NOT level: the order in this size looks wrong"
+            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, measured/answer moves x{spread:.2f} ({verdict})")
+        ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("growth of the size from its first value")
+        ax.set_ylabel(f"measured {what} / your answer (1 at the first size)")
+        ax.set_title(f"{name} = {answer!r}")
+        ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+# %% tags=["solutions-only"]
+# The worked solution's figures (Problem 1.5), measured on the reference self_attention: the exact work and memory,
+# and the reference answers level while answers of another order are not.
+if sweeps:
+    for sizes, work, largest in (point for what in sweeps.values() for points in what.values() for point in points):
+        T, H, K, J = sizes["T"], sizes["H"], sizes["K"], sizes["J"]
+        assert work == 4 * H * T * K * J + 2 * T * J**2 + 2 * H * T**2 * K + 2 * T**2 * J + 4 * H * T**2, \
+            f"the work at {sizes} is not the worked solution's count"  # claim: ch1-work-memory
+        if T >= J:
+            assert largest == H * T * T, f"the largest tensor at {sizes} is not the scores"  # claim: ch1-work-memory
+    for what, right, wrong in [("work", LAYER_WORK, ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K", "H*T^2*K + T^2*J",
+                                                      "T*J*H*K + T*J^2"]),
+                               ("memory", SCORES_MEMORY, ["T^2", "J*T^2", "H*K*T^2"])]:
+        assert max(max(r) / min(r) for r in drifts(right, what).values()) <= DRIFT, f"{right} is not level"
+        for answer in wrong:
+            assert max(max(r) / min(r) for r in drifts(answer, what).values()) > 2 * DRIFT, f"{answer} looks level"
+
+# %% [markdown]
 # ## 1.5 Depth, measured
 #
 # `attnlab.profiler.parallel_time(fn, *args, model=...)` runs your own `transformer` on
@@ -548,9 +805,6 @@ if Ts:
 # Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.) <!-- not a claim: an invitation -->
 
 # %% tags=["answer-output"]
-from attnlab.profiler import parallel_time
-from attnlab.symbolic import parse_answer
-
 L, H, K, I = 2, 4, 16, 16
 J = H * I
 layer_shapes = [((H, K, J), (H, K, J), (H, I, J))] * L
@@ -590,21 +844,11 @@ if depth_Ts:
         "one layer at T = 10^6 has serial depth 2T + J + K + 6"  # claim: ch1-one-layer
 
 # %% [markdown]
-# Now draw your answers to Problems 1.3 and 1.4 over the measurements, each scaled by one
+# Now draw your answers to Problems 1.6 and 1.7 over the measurements, each scaled by one
 # fitted constant (an order has no constant). If an answer has the right order, its curve
 # follows the points. (This cell shows your own answers: run it yourself.)
 
 # %% tags=["answer-output"]
-def evaluate(answer: str, variables: list[str], **sizes: float) -> float | None:
-    """Your answer string evaluated at the given sizes (None if not answered yet)."""
-    try:
-        expr = parse_answer(answer, variables)
-    except Exception as exc:  # an unanswered or malformed answer: nothing to draw
-        print(f"(not drawn: {exc})")
-        return None
-    return float(expr.subs({s: sizes[s.name] for s in expr.free_symbols}))
-
-
 def fitted(measured: list[float], predicted: list[float]) -> list[float]:
     """`predicted` scaled by the constant that best matches `measured` on a log scale."""
     c = math.exp(sum(math.log(m / p) for m, p in zip(measured, predicted)) / len(measured))
@@ -626,13 +870,11 @@ if depth_Ts:
 # $\text{work}/C + \text{depth}$ (schedule each level of the critical path greedily). <!-- not a claim: Brent's theorem --> The
 # profiler reports it as `ParallelTime.brent(C)`. Below, one layer's measured wall-clock
 # from Section 1.4 (your `self_attention`, medians) against $\text{work}/C + \text{depth}$
-# for the $C$ it ran with (the CPU threads of the timing, or a GPU's cores), converted to
+# for the $C$ it ran with (one CPU thread, or a GPU's cores), converted to
 # seconds by one fitted constant (seconds per scalar operation).
 
 # %%
 if Ts and depth_Ts:
-    C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" \
-        else torch.get_num_threads()
     H1, K1, I1 = 4, 64, 64
     J1 = H1 * I1
     measured = [statistics.median(r) for r in runs["self_attention (einsum)"]]

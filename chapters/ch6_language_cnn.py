@@ -1006,7 +1006,7 @@ if depth_Ts:
 # * $L$ layers of Chapter 1's self-attention, $M_{\ell+1} = \mathtt{self\_attention}(M_\ell, \dots)$,
 #   without a mask.
 #
-# **The cost model.** As in Chapter 1, Problem 1.4: every operation runs as soon as its
+# **The cost model.** As in Chapter 1, Problem 1.7: every operation runs as soon as its
 # inputs exist, a sum takes time logarithmic in its number of terms, every other operation
 # time $O(1)$.
 #

@@ -38,6 +38,8 @@ QUESTIONS: dict[str, Question] = {
     "ch1.SOFTMAX_TIME_PRACTICE": Question(("T", "K")),
     "ch1.LAYER_TIME": Question(("T", "J", "K"), HEADS_KEYS),
     "ch1.LAYER_TIME_PRACTICE": Question(("T", "J", "K"), HEADS_KEYS),
+    "ch1.LAYER_WORK": Question(("T", "H", "J", "K"), HEADS_KEYS),
+    "ch1.SCORES_MEMORY": Question(("T", "H", "J", "K"), HEADS_KEYS),
     "ch2.SPATIAL_TIME_LAYER": Question(("X", "Y", "H", "J", "K"), HEADS_KEYS),
     "ch2.SPATIAL_TIME": Question(("L", "X", "Y", "H", "J", "K"), HEADS_KEYS),
     "ch3.EQUAL_WHEN": Question(("K", "J")),

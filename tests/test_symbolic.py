@@ -343,6 +343,7 @@ def assert_no_leak(message: str, reference: str) -> None:
         PRACTICE: ["K + log(T)"],
         SPATIAL: ["log(X) + log(Y) + log(J) + log(K)"],
         EQUAL_WHEN: ["J = 2*K", "J = 2K", "2*K = J"],
+        ANSWERS["ch1.LAYER_WORK"].answer: ["T^2*H*K + T*H*J*K + T^2*J + T*J^2"],
     }.get(reference, [])
     for form in [reference, reference.replace(" ", ""), *canonical]:
         if len(form) > 1:  # a one-letter reference is named in every message about its variable
@@ -375,6 +376,12 @@ COURSE_ACCEPT: dict[str, list[str]] = {
     "ch1.LAYER_TIME": ["log T + log J", "log(T J)", "log(T) + log(J) + log(K)", "log(T*J*K)", "ln(T) + lg(J) + 3"],
     "ch1.LAYER_TIME_PRACTICE": ["J + log T", "J + log(T) + log(J)", "J + log(TJ)", "J + log(T) + sqrt(J log T)",
                                 "J + K + log(T)"],
+    "ch1.LAYER_WORK": ["T*(T + J)*(H*K + J)", "H*K*T^2 + J*T^2 + H*J*K*T + J^2*T", "(T^2 + T*J)*(H*K + J)",
+                       "O(T (T+J)(HK+J))", "4*T*J*H*K + 2*T*J^2 + 2*H*T^2*K + 2*T^2*J + 4*H*T^2",
+                       "T^2*(H*K + J) + T*J*(H*K + J)", "T*(T + J)*(H*K + J) + H*T^2", "T (T + J) (HK + J + H)",
+                       "(T^2 + T*J)*(H*K + J) + T*J*K"],
+    "ch1.SCORES_MEMORY": ["H*T^2", "H T^2", "O(H*T^2)", "2*H*T^2 + 1", "H*T*T", "H*(T^2 + T)", r"H \cdot T^2",
+                          "H*T**2", "T^2*H + H*T + H"],
     "ch2.SPATIAL_TIME_LAYER": ["log(XY) + log(JK)", "log(X*Y*J*K*H)", "log(XYJK) + log(H)",
                                "log(X Y J K) + log(log(X))",
                                "log(X+Y) + log(J*K)",
@@ -438,6 +445,12 @@ COURSE_REJECT: dict[str, list[str]] = {
     "ch1.LAYER_TIME_PRACTICE": ["J", "log T", "J + T", "J log T", "J + log J", "J^2 + log T", "log J + log T",
                                 "J + log(T)^2", "J*T", "sqrt(J) + log(T)",
                                 "J + sqrt(T)", "J*log(J) + log(T)", "log(J) + log(T)", "J + log(log(T))", "T"],
+    "ch1.LAYER_WORK": ["T^2*J + T*J^2", "H*T^2*K + T^2*J", "T^2*H*K + T*J*H*K", "T*J*H*K + T*J^2", "H*T^2",
+                       "T^2*H*K", "T^2*J*H*K", "T*(T + J)*J*H*K", "T^2 + T*J", "T*(T + J)*(H*J)", "T*(T + J)*(K + J)",
+                       "T^2*H*K + T*J*H*K + T*J^2", "T^2*H*K + T^2*J + T*J*H*K", "log(T) + log(J)", "L*T^2*J",
+                       "T*(T + J)*(H*K + J)*log(T)", "T^3*J", "H*T^2*K*J", "T^2*J^2 + T*H*K"],
+    "ch1.SCORES_MEMORY": ["T^2", "H*T", "J*T^2", "H*T^2*K", "T*J", "H*T^2 + T*J", "H^2*T^2", "T^2 + H", "H*T^3",
+                          "H*T^2*log(T)", "L*H*T^2", "H*T^2 + H*T*K", "K*T^2", "T^2/H", "sqrt(H)*T^2", "H*K*T"],
     "ch2.SPATIAL_TIME_LAYER": ["log(X) + log(Y)", "X*Y", "log(XY) + J + K",
                                "log(X) + log(J) + log(K)", "X + Y + J + K", "log(X*Y*H)", "log(XY) + log(H K)",
                                "log(X Y J K)^2", "log(XY)*log(JK)", "log(XYK)", "log(X*Y) + log(J)*log(K)",

@@ -21,6 +21,13 @@ WRONG = [
     Assign("layer_time", "LAYER_TIME", "log(T)", ("test_layer_time",), "forgot the projections' and scores' sums"),
     Assign("layer_time", "LAYER_TIME_PRACTICE", "J*log(T)", ("test_layer_time_practice",),
            "multiplied instead of added"),
+    Assign("work_memory", "LAYER_WORK", "T^2*J + T*J^2", ("test_layer_work",),
+           "took the queries' width H*K for J (as if K = I)"),
+    Assign("work_memory", "LAYER_WORK", "H*T^2*K + T^2*J", ("test_layer_work",),
+           "counted the scores and the weighted average, not the projections"),
+    Assign("work_memory", "SCORES_MEMORY", "T^2", ("test_scores_memory",), "one head's scores"),
+    Assign("work_memory", "SCORES_MEMORY", "H*T^2*K", ("test_scores_memory",),
+           "the products of the scores' inner products, not the scores"),
     Patch("self_attention", "torch.softmax(s, dim=-1)", "torch.softmax(s, dim=1)  # over the queries",
           ("test_self_attention",), "softmax over the query position t instead of the key position t'; "
                                     "a correct transformer over it keeps its points (upstream judging)"),
