@@ -146,7 +146,7 @@ hidden_check("ch7.stacked_projection", stacked_projection)
 # V[h,t,i] = \sum_{t'} \alpha[h,t,t']\,\text{Value}[h,t',i].
 # $$
 #
-# A **decoder-only language model** (GPT) predicts word $t+1$ at position $t$. Trained on
+# A **decoder-only language model** (GPT) predicts word $t+1$ at position $t$ <!-- not a claim: a definition -->. Trained on
 # whole sentences at once, position $t$ must not read the words after it, or it can copy
 # the word it is asked to predict (Section 7.7 shows it does). The **causal mask** sets
 # $s[h,t,t'] = -\infty$ wherever $t' > t$ before the softmax, so that
@@ -380,7 +380,7 @@ hidden_check("ch7.feed_forward", feed_forward)
 # the first blocks of a deep stack through the additions undamped. There are two ways to
 # place the normalisation. The original Transformer (**post-LN**) normalises after each
 # addition, $\text{LN}(M + \text{part}(M))$. GPT-2 and most models since (**pre-LN**)
-# normalise only what goes *into* each part and leave the sum alone:
+# normalise only what goes *into* each part and leave the sum alone <!-- not a claim: the literature's designs -->:
 #
 # $$
 # \text{Mid} = M + \text{Attn}\big(\text{LN}_1(M)\big), \qquad
@@ -458,7 +458,7 @@ hidden_check("ch7.block", block)
 #
 # *Problem 7.2.* `triu(1)` marks $t' > t$; the mask goes on the scores, where $-\infty$ becomes a
 # weight of exactly $0$ and the others still sum to $1$. Masking the weights after the
-# softmax leaves rows that sum to less than 1; `triu(0)` would mask position $t$ itself and
+# softmax leaves rows that sum to less than 1 <!-- not a claim: the softmax's arithmetic -->; `triu(0)` would mask position $t$ itself and
 # leave row $0$ with nothing (NaN).
 #
 # *Problem 7.3.* `V.transpose(0, 1)` is $[T, H, I]$: reshaped to $[T, HI]$, head 0's coordinates
@@ -483,12 +483,12 @@ hidden_check("ch7.block", block)
 # by the input and the output, and a learned vector per position, is trained for a few
 # hundred steps on sentences of the grammar of Chapter 4 (`attnlab.data.grammar`), twice:
 # with the causal mask and without it. A sentence is `<bos>` $w_1 \dots w_T$ `<eos>`, and
-# the model predicts every word and the final `<eos>`.
+# the model predicts every word and the final `<eos>` <!-- not a claim: the set-up -->.
 #
 # The grammar gives the exact probability of every sentence, so the best possible
-# next-word loss is known: the entropy of the grammar per predicted word. A model that
+# next-word loss is known: the entropy of the grammar per predicted word <!-- not a claim: a definition -->. A model that
 # ignores the context can do no better than the unigram loss (the entropy of the words'
-# frequencies).
+# frequencies) <!-- not a claim: information theory, a context-free model's best loss -->.
 #
 # (This cell trains a model with your own functions: run it yourself once Problems 7.1-7.6
 # pass their tests.)
@@ -572,6 +572,9 @@ def fit(causal: bool, steps: int = 400, batch_size: int = 64) -> tuple[nn.Module
 results = {}
 if not is_grading():
     print(f"held-out optimum {OPTIMUM:.3f} nats per word, unigram {UNIGRAM:.3f}")
+    threads = torch.get_num_threads()
+    if device.type == "cpu":  # a model this small runs fastest on one thread (and on a busy machine, several
+        torch.set_num_threads(1)  # threads of one parallel region wait for each other's time slices)
     for causal in (True, False):
         model, train_loss, seconds = fit(causal)
         with torch.no_grad():
@@ -581,6 +584,7 @@ if not is_grading():
         print(f"{'with' if causal else 'without'} the mask: training loss {train_loss:.3f}, held-out {held:.3f}, "
               f"held-out when generating {results[causal]['generating']:.3f} nats per word "
               f"({seconds:.1f} s on {device.type})")  # claim: ch7-decoder
+    torch.set_num_threads(threads)
     print(f"with the mask: {results[True]['held_out'] - OPTIMUM:.3f} nats above the optimum, "
           f"{UNIGRAM - results[True]['held_out']:.3f} below the unigram loss")  # claim: ch7-margins
 
@@ -645,7 +649,7 @@ assert seen[True, "nan"].all() and seen[False, "grad"].all(), "the NaN probe see
 # %% [markdown]
 # ## 7.8 The block's parallel running time and work
 #
-# Take $K = I = J/H$, as most Transformers do (so that $HK = HI = J$), and count as in
+# Take $K = I = J/H$, as most Transformers do <!-- not a claim: the literature's designs --> (so that $HK = HI = J$), and count as in
 # Chapter 1: an ideal machine, everything independent in parallel.
 #
 # **Problem 7.7.** With every sum taking time logarithmic in its number of terms, what is the order
@@ -763,8 +767,8 @@ if doublings:
 # $3 H T^2$; the weighted average $2 T^2 HI = 2T^2 J$; the output projection $2TJ^2$; the
 # feed-forward layer $4TJF$; normalisations and residuals $O(TJ + TF)$. In all
 # $\Theta(T^2 J + T J^2 + T J F)$: the $T^2$ of attention, the $J^2$ of the projections, and
-# the feed-forward layer, usually the largest term at the lengths a language model reads, with
-# $F = 4J$.
+# the feed-forward layer, whose $TJF$ exceeds the scores' $T^2 J$ whenever $T < F$
+# <!-- not a claim: arithmetic on the terms -->.
 #
 # *Measured.* Over eight doublings of each of $T$, $J$ and $F$, the measured depth and work of
 # the reference block divided by these answers stay within a factor of 2
