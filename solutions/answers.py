@@ -49,8 +49,8 @@ QUESTIONS: dict[str, Question] = {
     "ch6.RNN_PATH": Question(("L", "T")),
     "ch6.CNN_PATH": Question(("L", "T")),
     "ch6.ATTENTION_PATH": Question(("L", "T")),
-    "ch7.BLOCK_TIME": Question(("T", "J", "F")),
-    "ch7.BLOCK_WORK": Question(("T", "J", "F")),
+    "ch7.BLOCK_TIME": Question(("T", "J")),
+    "ch7.BLOCK_WORK": Question(("T", "J")),
 }
 
 

@@ -395,10 +395,10 @@ COURSE_ACCEPT: dict[str, list[str]] = {
     "ch6.RNN_PATH": ["L + T", "T + L - 1", "O(T + L)", "max(T, L)"],
     "ch6.CNN_PATH": ["log2(T)", "ln T + 1", "O(log(T))", "log(2T)"],
     "ch6.ATTENTION_PATH": ["L", "O(L)", "2L + 1", "L + 1"],
-    "ch7.BLOCK_TIME": ["log(T J F)", "log T + log J + log F", "O(log(T) + 2 log(J) + log(F))", "ln(T*J^2*F) + 4",
-                       "log(T) + log(J*F) + log(log(J))", "log2(T) + log2(J) + log2(F)"],
-    "ch7.BLOCK_WORK": ["T^2 J + T J^2 + T J F", "T*J*(T + J + F)", "2 T^2 J + 6 T J^2 + 4 T J F", "O(TJ(T+J+F))",
-                       "T^2*J + T*J*F + T*J^2 + T*F + T^2", "T J (T + J + F) + T log(T)"],
+    "ch7.BLOCK_TIME": ["log(T J)", "log T + log J", "O(log(T) + 2 log(J))", "ln(T*J^2) + 4",
+                       "log(T) + log(J) + log(log(J))", "log2(T) + log2(4J)"],
+    "ch7.BLOCK_WORK": ["T^2 J + T J^2", "T*J*(T + J)", "4 T^2 J + 24 T J^2", "O(TJ(T+J))",
+                       "T^2*J + T*J^2 + T*J + T^2", "T J (T + J) + T log(T)"],
 }
 
 COURSE_REJECT: dict[str, list[str]] = {
@@ -477,10 +477,10 @@ COURSE_REJECT: dict[str, list[str]] = {
     "ch6.RNN_PATH": ["T", "L", "T*L", "log(T) + L", "T^2 + L", "1"],
     "ch6.CNN_PATH": ["T", "L", "1", "sqrt(T)", "T*L", "log(log(T))", "T^2", "L^2 + 1"],
     "ch6.ATTENTION_PATH": ["1", "T", "L*log(T)", "L*T", "L^2", "log(L)"],
-    "ch7.BLOCK_TIME": ["log(T)", "log(J) + log(F)", "T + log(J) + log(F)", "log(T) + J + log(F)", "log(T J)",
-                       "log(T) + log(J) + F", "log(T)*log(J)*log(F)", "T J F", "1", "log(T J F)^2"],
-    "ch7.BLOCK_WORK": ["T^2*J", "T*J*F + T*J^2", "T^2 J + T J F", "T^2 J + T J^2", "T*J*F", "T^2 J^2 F",
-                       "T^2 + J^2 + F", "T J (T + J + F) log(T)", "T^2 J F", "T (J + F)"],
+    "ch7.BLOCK_TIME": ["log(T)", "log(J)", "T + log(J)", "log(T) + J", "log(T)*log(J)", "T J", "1",
+                       "log(T J)^2", "T", "sqrt(J) + log(T)"],
+    "ch7.BLOCK_WORK": ["T^2*J", "T*J^2", "T^2 J^2", "T^2 + J^2", "T J", "T J (T + J) log(T)", "T^2 J + J^2",
+                       "T^3 J", "T (T + J)", "T J^3"],
 }
 
 

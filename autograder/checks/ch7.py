@@ -7,7 +7,7 @@ import torch
 from autograder.checks.base import DTYPES, FunctionCheck, devices, randn
 from solutions import ch7
 
-# (T, J, H, K, I, F): T = 1, H = 1 and H > 1, K != I, J = H*I and J != H*I (the parts alone), F != J
+# (T, J, H, K, I, hidden units): T = 1, H = 1 and H > 1, K != I, J = H*I and J != H*I (the parts alone), hidden != J
 SIZES = [(1, 4, 1, 3, 4, 6), (5, 8, 2, 3, 4, 16), (7, 12, 3, 5, 4, 10), (16, 16, 4, 2, 4, 64), (6, 10, 2, 4, 3, 7)]
 
 
