@@ -17,7 +17,8 @@
 # * give the block's parallel running time and its work in `BLOCK_TIME` and `BLOCK_WORK`,
 #   and see the profiler measure both;
 # * train a small decoder-only language model built from your `block` on the grammar of
-#   Chapter 4, with and without the mask, and see why the mask is needed.
+#   Chapter 4, with and without the mask, and see why the mask is needed;
+# * time the block with your attention and with PyTorch's fused kernel in its place.
 #
 # The problems build on seed 004 (OSU CSE 5523, lecture notes 17: the stacked product and
 # the feed-forward layer after the heads) in this book's notation; the rest of the block is
@@ -778,3 +779,104 @@ if doublings:
 # *Measured.* Over eight doublings of each of $T$ and $J$, the measured depth and work of the
 # reference block divided by these answers stay within a factor of 8 and settle, their last two
 # values within 10% <!-- claim: ch7-measured -->; the run prints each ratio's range <!-- claim: ch7-ratios -->.
+
+# %% [markdown]
+# ## 7.9 The block's time, with PyTorch's fused attention inside
+#
+# Last, the wall-clock time of the whole block (no mask) against $T$ on the active device,
+# twice: with your `attention`, and with `torch.nn.functional.scaled_dot_product_attention`
+# in its place, on 4-D inputs $[1, H, T, K]$ so that PyTorch may pick a fused kernel (which
+# never stores the $T \times T$ scores); a fused kernel runs here, on a CPU as on a GPU
+# <!-- claim: ch7-fused -->. Everything else is the same block. The legend
+# names the kernel PyTorch ran, found by `attnlab.kernels.attention_backend`. Each point is
+# the median of repeated runs, the bars the middle half of the runs.
+
+# %%
+from contextlib import contextmanager
+
+from torch.nn.functional import scaled_dot_product_attention
+
+from attnlab.kernels import MATH, attention_backend
+
+
+def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """`attention` through scaled_dot_product_attention on [1, H, T, .]: a fused kernel where one can run."""
+    return scaled_dot_product_attention(Query[None], Key[None], Value[None], is_causal=causal)[0]
+
+
+@contextmanager
+def attention_by(fn):
+    """While inside, `block` calls `fn` in place of `attention` (the same block, another attention)."""
+    saved = globals()["attention"]
+    globals()["attention"] = fn
+    try:
+        yield
+    finally:
+        globals()["attention"] = saved
+
+
+def run_times(fn, *args, repeats: int = 7) -> list[float]:
+    """Seconds of `repeats` runs of fn(*args) after one warm-up run (synchronising a GPU around each)."""
+    fn(*args)
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn(*args)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+H, J = 4, 256
+K = J // H
+dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+timing_Ts = [] if is_grading() else ([512, 1024, 2048, 4096, 8192] if device.type == "cuda" else [64, 128, 256, 512])
+timing_params = {name: w.to(device, dtype) for name, w in random_weights(torch.Generator().manual_seed(7), J, H, K, K, 4 * J).items()}
+ran = {"your attention": MATH, "scaled_dot_product_attention": MATH}  # the kernel each block ran
+block_runs = {name: [] for name in ran}
+with torch.no_grad():
+    for T in timing_Ts:
+        M = torch.randn(T, J, device=device, dtype=dtype)
+        for name in ran:
+            with attention_by(attention if name == "your attention" else fused_attention):
+                ran[name] = attention_backend(block, M, timing_params, H, K)
+                block_runs[name].append(run_times(block, M, timing_params, H, K))
+if timing_Ts:
+    for name in ran:
+        print(f"{name}: {ran[name]}")
+    for k, T in enumerate(timing_Ts):
+        print(f"T = {T:5d}: " + "  ".join(f"{name} {statistics.median(block_runs[name][k]) * 1e3:8.2f} ms"
+                                         for name in ran))
+    for k, T in enumerate(timing_Ts):
+        fused, yours = (statistics.median(block_runs[name][k]) for name in ("scaled_dot_product_attention", "your attention"))
+        print(f"T = {T:5d}: the block with the fused kernel takes {fused / yours:.2f} of the time of the block "
+              "with your attention")  # claim: ch7-timing
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for name in ran:
+        q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in block_runs[name]))
+        ax.errorbar(timing_Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
+                    marker="o", capsize=3, label=f"block with {name}: {ran[name]}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("seconds per block (median, bars: quartiles)")
+    ax.set_title(f"One block, J={J}, H={H}, {4 * J} hidden units, on {device.type}, {str(dtype).removeprefix('torch.')}")
+    ax.legend(fontsize=8)
+    plt.show()
+
+# %% [markdown]
+# The run above prints which kernel ran and, at each $T$, the time of the block with the
+# fused kernel as a fraction of the time of the block with your attention
+# <!-- claim: ch7-timing -->: the fraction to read the plot against. The projections and the
+# feed-forward layer do the same work in both blocks and grow like $T$; only attention's
+# $T^2$ part differs, so the fraction can only fall as far as attention's share of the
+# block's time allows <!-- not a claim: what the fraction measures -->. On a GPU the fused
+# kernels need 16-bit floats and 4-D inputs whose last dimension is contiguous, which the
+# stacked projection's outputs are <!-- not a claim: PyTorch's documented requirements -->.
+
+# %% tags=["solutions-only"]
+if timing_Ts:  # the block's own queries, keys and values reach a fused kernel, on a CPU as on a GPU
+    assert ran["scaled_dot_product_attention"] != MATH, "a fused kernel ran inside the block"  # claim: ch7-fused
