@@ -326,4 +326,6 @@ def _describe(a: object) -> str:
     if isinstance(a, (list, tuple)):
         inner = _describe(a[0]) if a else ""
         return f"{len(a)} x ({inner})" if a else "[]"
+    if isinstance(a, dict):  # named tensors (a block's parameters): each by its shape, not its values
+        return "{" + ", ".join(f"{k}: {_describe(v)}" for k, v in a.items()) + "}"
     return repr(a)

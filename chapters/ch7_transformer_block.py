@@ -326,9 +326,10 @@ hidden_check("ch7.layer_norm", layer_norm)
 # %% [markdown]
 # ## 7.5 The position-wise feed-forward layer
 #
-# Seed 004's feed-forward layer, as the Transformer has it: two layers with a ReLU between,
-# the same for every position (nothing mixes positions here; attention did that), with
-# $4J$ hidden units in the original Transformer (your function takes any number):
+# Seed 004's feed-forward layer ("e.g. sigmoid" there), as the Transformer has it: two layers
+# with a ReLU between, the same for every position (nothing mixes positions here; attention
+# did that), with $4J$ hidden units in the original Transformer (your function takes any
+# number):
 #
 # $$
 # \text{FF}(M)[t, :] = \beta^2 + W^2\, \max\!\big(0,\; W^1 M[t, :] + \beta^1\big),
