@@ -28,6 +28,19 @@ SEED = 20240611
 TRAINING = {"ch4.blank_lm"}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Judge on one thread, as the engine's judge does (autograder.engine.judging): the trials' tensors are tiny, and
+    two intra-op threads per test worker on a busy 2-core machine made each of their operations wait for the other's
+    time slice (one Chapter 7 mistake judged in 1.76 s on two threads, 0.24 s on one, at load 9)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def hidden_checks(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
     """(test cell, check name, the answer's expression) for every hidden_check call of `nb`'s test cells."""
     found = []
