@@ -485,11 +485,13 @@ hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
 # *Measured (Sections 1.4 and 1.5).* The profiler agrees. Its work count of one layer is
 # exactly $4HTKJ + 2TJ^2 + 2HT^2K + 2T^2J + 4HT^2$ at every size of Section 1.4's sweeps
 # <!-- claim: ch1-work-exact -->, and the largest tensor of the layer is the scores', $HT^2$
-# numbers, wherever $T \ge J$ <!-- claim: ch1-scores-largest -->. The reference answers stay
-# level in its plot, within a factor $1.6$, and answers that drop a term or take $HK$ for
-# $J$ drift <!-- claim: ch1-level --> <!-- claim: ch1-drift -->. The serial depth climbs by $2L$ per unit
-# of $T$ (in each of the $L$ layers, two sums run over $t'$: the softmax's normaliser and
-# the weighted average) <!-- claim: ch1-serial-slope -->, while the log depth climbs by
+# numbers, at every size of the sweeps where $T \ge J$ <!-- claim: ch1-scores-largest -->. In Section 1.4's plot the
+# reference answers stay level, within a factor $1.6$, while answers that drop a term or
+# take $HK$ for $J$ drift <!-- claim: ch1-level --> <!-- claim: ch1-drift -->.
+#
+# The serial depth climbs by $2L$ per unit of $T$ (in each of the $L$ layers, two sums run
+# over $t'$: the softmax's normaliser and the weighted average)
+# <!-- claim: ch1-serial-slope -->, while the log depth climbs by
 # only $2L$ each time $T$ doubles <!-- claim: ch1-log-doubling -->. One layer at
 # $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$
 # <!-- claim: ch1-one-layer -->.
