@@ -8,6 +8,7 @@ them as `relations=`; see its module docstring for what they change.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import NamedTuple
 
@@ -61,4 +62,14 @@ def reference(name: str) -> Reference:
     return Reference(answer, *QUESTIONS[name])
 
 
-ANSWERS: dict[str, Reference] = {name: reference(name) for name in QUESTIONS}
+@functools.cache
+def _answers() -> dict[str, Reference]:
+    return {name: reference(name) for name in QUESTIONS}
+
+
+def __getattr__(name: str) -> dict[str, Reference]:
+    """ANSWERS, every question with its chapter's answer, read on first use (each chapter's answers run the
+    chapter's solution cells: the judge reads only the chapters it grades, through `reference`)."""
+    if name == "ANSWERS":
+        return _answers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """The run's queue (`scheduler.CostlyFirst`): a notebook of each kind first, then the costliest kind,
-with costs learned during the run. Fast: simulated workers, no notebook is executed."""
+with costs learned during the run; what the run's judge builds. Fast: simulated workers, no notebook is executed."""
 from __future__ import annotations
 
 import heapq
@@ -69,3 +69,16 @@ def test_a_failed_warm_up_is_said_never_silent() -> None:
     said = warm_up_failures({"import_failures": {"attnlab.profiler": "AssertionError: already registered"},
                              "exercise_failures": {"dispatch_mode": "RuntimeError: no"}})
     assert said is not None and "attnlab.profiler: AssertionError" in said and "dispatch_mode: RuntimeError" in said
+
+
+def test_a_judge_builds_only_the_chapters_it_grades() -> None:
+    """A regrade of one Chapter 1 notebook builds Chapter 1's checks and reference only (each chapter's reference
+    runs that chapter's solution cells, Chapters 4 and 5 build their data's grammars): the registry builds a
+    chapter when one of its names is first read, and still holds every name in one order."""
+    from autograder.checks import CHAPTERS, CHECKS, Registry
+
+    registry = Registry()
+    assert "ch1.self_attention" in registry and "ch1.SOFTMAX_TIME" in registry and "ch9.anything" not in registry
+    assert registry.loaded == {"ch1"}
+    assert registry["ch1.self_attention"] is CHECKS["ch1.self_attention"]
+    assert list(registry) == list(CHECKS) and registry.loaded == set(CHAPTERS)
