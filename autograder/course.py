@@ -509,13 +509,13 @@ class Course:
             from autograder.engine import EngineError, grade
         except ImportError as exc:
             raise CourseError(f"the grading engine is not available ({exc})") from None
-        self._sync_due_dates()
         before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
-        try:
+        try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
             summary = grade(self.root, assignment=assignment, student=student, workers=workers,
                             progress=progress, force=force, **engine_options)
         except EngineError as exc:
             raise CourseError(str(exc)) from None
+        self._sync_due_dates()  # what the late policy reads
         charged = late.apply(self.root)
         after = gradinglog.read_all(self.root)
         changed = {(lg.student, lg.assignment, lg.notebook) for lg in after

@@ -15,11 +15,13 @@ contains ``END HIDDEN TESTS`` closes it, and both lines go with the region.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nbformat import NotebookNode
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 # A cell tagged SOLUTIONS_ONLY is in the solutions edition only: worked solutions, rubrics, and demos
 # built on the reference solutions. Neither the release nor the student edition has it.
@@ -38,8 +40,13 @@ HIDDEN_CHECK = "hidden_check"
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")
 
 
+@functools.cache
 def _delimiters() -> tuple[str, str, str, str]:
-    """nbgrader's (BEGIN SOLUTION, END SOLUTION, BEGIN HIDDEN TESTS, END HIDDEN TESTS)."""
+    """nbgrader's (BEGIN SOLUTION, END SOLUTION, BEGIN HIDDEN TESTS, END HIDDEN TESTS).
+
+    Read on first use, not at import: importing nbgrader (its package imports its Jupyter server
+    extensions) is most of what importing the instructor's CLI costs, and `autograder grade` starts
+    the sandboxes before it needs a delimiter."""
     from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
     default = lambda cls, name: cls.class_traits()[name].default_value  # noqa: E731
@@ -47,9 +54,25 @@ def _delimiters() -> tuple[str, str, str, str]:
             default(ClearHiddenTests, "begin_test_delimeter"), default(ClearHiddenTests, "end_test_delimeter"))
 
 
-SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END = _delimiters()
-# Every delimiter: none may reach the student edition or a feedback page.
-MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
+# The module's delimiter names, read through `_delimiters` (module __getattr__): SOLUTION_BEGIN, SOLUTION_END,
+# HIDDEN_BEGIN, HIDDEN_END, and MARKERS, every delimiter (none may reach the student edition or a feedback page).
+_DELIMITER_NAMES = ("SOLUTION_BEGIN", "SOLUTION_END", "HIDDEN_BEGIN", "HIDDEN_END")
+
+
+def __getattr__(name: str) -> str | tuple[str, ...]:
+    if name in _DELIMITER_NAMES:
+        return _delimiters()[_DELIMITER_NAMES.index(name)]
+    if name == "MARKERS":
+        return _delimiters()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _solution() -> tuple[str, str]:
+    return _delimiters()[:2]
+
+
+def _hidden() -> tuple[str, str]:
+    return _delimiters()[2:]
 
 
 # ---------------------------------------------------------------- kinds of cell
@@ -140,42 +163,43 @@ def _split(source: str, begin: str, end: str) -> Iterator[tuple[bool, str]]:
 
 def strip_hidden_tests(source: str) -> str:
     """`source` without its hidden-test regions, markers included (what nbgrader's release leaves)."""
-    return "\n".join(line for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END) if not inside)
+    return "\n".join(line for inside, line in _split(source, *_hidden()) if not inside)
 
 
 def has_hidden_tests(source: str) -> bool:
     """Whether `source` holds a hidden-test region."""
-    return any(HIDDEN_BEGIN in line for line in source.split("\n"))
+    begin, _ = _hidden()
+    return any(begin in line for line in source.split("\n"))
 
 
 def hidden_tests(source: str) -> list[str]:
     """The lines inside `source`'s hidden-test regions (markers excluded)."""
-    return [line for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END)
-            if inside and HIDDEN_BEGIN not in line and HIDDEN_END not in line]
+    begin, end = _hidden()
+    return [line for inside, line in _split(source, begin, end) if inside and begin not in line and end not in line]
 
 
 def solution_lines(source: str) -> list[str]:
     """The lines inside `source`'s solution regions (markers excluded)."""
-    return [line for inside, line in _split(source, SOLUTION_BEGIN, SOLUTION_END)
-            if inside and SOLUTION_BEGIN not in line and SOLUTION_END not in line]
+    begin, end = _solution()
+    return [line for inside, line in _split(source, begin, end) if inside and begin not in line and end not in line]
 
 
 def strip_solutions(source: str) -> str:
     """`source` without its solution regions, markers included (the release puts a stub there)."""
-    return "\n".join(line for inside, line in _split(source, SOLUTION_BEGIN, SOLUTION_END) if not inside)
+    return "\n".join(line for inside, line in _split(source, *_solution()) if not inside)
 
 
 def without_solution_markers(source: str) -> str:
     """`source` with its solution marker lines removed and the answer kept (a correct submission)."""
-    return "\n".join(line for line in source.split("\n") if SOLUTION_BEGIN not in line and SOLUTION_END not in line)
+    begin, end = _solution()
+    return "\n".join(line for line in source.split("\n") if begin not in line and end not in line)
 
 
 def secret_lines(source: str) -> set[str]:
     """The stripped, non-blank lines of `source`'s hidden-test regions (markers included): what a
     traceback quoting the cell must not show."""
     kept = set(strip_hidden_tests(source).split("\n"))
-    return {line.strip() for inside, line in _split(source, HIDDEN_BEGIN, HIDDEN_END)
-            if inside and line.strip() and line not in kept}
+    return {line.strip() for inside, line in _split(source, *_hidden()) if inside and line.strip() and line not in kept}
 
 
 def drop_hidden_lines(text: str) -> str:
@@ -183,10 +207,11 @@ def drop_hidden_lines(text: str) -> str:
     matching END line or to the end of `text` (a traceback shows a few lines of context after the
     BEGIN line, without the END), and without any line that mentions the hidden_check call."""
     kept, hiding = [], False
+    begin, end = _hidden()
     for line in text.splitlines(keepends=True):
-        if HIDDEN_BEGIN in line:
+        if begin in line:
             hiding = True
-        elif HIDDEN_END in line:
+        elif end in line:
             hiding = False
         elif not hiding and HIDDEN_CHECK not in line:
             kept.append(line)

@@ -171,13 +171,15 @@ class Plan:
     cgroup: str | None = None  # the run's cgroup directory (None: no cgroups)
     cgroup_why: str = ""
     threads: int = 1
+    warm_figures: bool = True  # the zygote's warm-up draws a figure (worth it to one that forks many notebooks)
 
     def zygote_command(self, control_fd: int, seccomp_fd: int | None, passwd_fd: int | None,
                        group_fd: int | None) -> list[str]:
         """The command that starts the zygote (in bubblewrap unless mode is none)."""
         code = CODE_MOUNT if self.mode != "none" else str(INSIDE.parent)
         python = [sys.executable, "-s", "-c",
-                  f"import sys; sys.path.insert(0, {code!r}); from inside import zygote; zygote.main({control_fd})"]
+                  f"import sys; sys.path.insert(0, {code!r}); from inside import zygote; "
+                  f"zygote.main({control_fd}, figure={self.warm_figures!r})"]
         if self.mode == "none":
             return python
         bwrap = shutil.which("bwrap")

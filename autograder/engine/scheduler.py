@@ -67,8 +67,6 @@ class Engine:
     # ---- the run -----------------------------------------------------------------------
     def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
         """Grade `todo`; returns (graded, failed)."""
-        from nbgrader.api import Gradebook
-
         self.graded = self.failed = 0
         self.queue = CostlyFirst(todo)
         self.bar = _progress(len(todo), progress)
@@ -78,7 +76,9 @@ class Engine:
         self.judge.start()  # the judge imports the checks, and the workers start their sandboxes,
         pool, ready = None, False  # while the gradebook is read
         try:
-            pool = self._spawn_pool(min(self.workers, len(todo)))
+            pool = self._spawn_pool(min(self.workers, len(todo)), len(todo))
+            from nbgrader.api import Gradebook  # after the start: importing it takes a while
+
             with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
                 for a in sorted({s.assignment for s in todo}):
                     _require_assignment(gb, a)
@@ -110,22 +110,24 @@ class Engine:
             self.bar.close()
         return self.graded, self.failed
 
-    def init_message(self) -> dict:
-        """What every worker needs: its limits, threads, sandbox uids (root) and the run's cgroup."""
+    def init_message(self, notebooks: int | None = None) -> dict:
+        """What every worker needs: its limits, threads, sandbox uids (root), the run's cgroup, and whether its
+        zygote's warm-up draws a figure (not when no worker runs more than one of the run's `notebooks`)."""
         root = os.geteuid() == 0
         return {"limits": self.limits.to_dict(), "threads": self.threads, "root": root,
                 "uid_base": sandbox.fresh_uid_block(self.workers) if root else os.getuid(),
-                "cgroup": self.cgroup.path, "cgroup_why": self.cgroup.why}
+                "cgroup": self.cgroup.path, "cgroup_why": self.cgroup.why,
+                "warm_figures": notebooks is None or notebooks > self.workers}
 
-    def _spawn_pool(self, n: int):
-        """Start the workers (they warm up in parallel; `_ready` waits for them)."""
+    def _spawn_pool(self, n: int, notebooks: int | None = None):
+        """Start the workers for a run of `notebooks` (they warm up in parallel; `_ready` waits for them)."""
         self.pool_started = time.perf_counter()
         try:
             if self.scheduler is None:
-                return Pool(max(1, n), self.init_message())
+                return Pool(max(1, n), self.init_message(notebooks))
             from autograder.engine.distributed import DaskPool
 
-            return DaskPool(self.scheduler, max(1, n), self.init_message(), self.threads)
+            return DaskPool(self.scheduler, max(1, n), self.init_message(notebooks), self.threads)
         except WorkerError as exc:
             raise EngineError(f"the grading workers cannot start: {exc}") from None
 

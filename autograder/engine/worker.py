@@ -121,7 +121,8 @@ def make_plan(init: dict) -> Plan:
         mode = "root" if os.geteuid() == 0 else "userns"
     return Plan(mode=mode, uid=int(init["uid"]), network=bool(limits.network),
                 layout=layout(tuple(limits.allow_paths), tuple(limits.hide_paths)) if mode != "none" else layout(),
-                cgroup=init.get("cgroup"), cgroup_why=str(init.get("cgroup_why", "")), threads=int(init["threads"]))
+                cgroup=init.get("cgroup"), cgroup_why=str(init.get("cgroup_why", "")), threads=int(init["threads"]),
+                warm_figures=bool(init.get("warm_figures", True)))
 
 
 def self_test(zygote: Zygote, plan: Plan, slot: int) -> str | None:
