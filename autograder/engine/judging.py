@@ -249,7 +249,13 @@ def upstream_first(names: list[str]) -> list[int]:
 
 def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     """Answer the grader's requests until it hangs up, under `bound` (if any) on top of what its imports and
-    a CUDA context hold: what the bound limits is what student data makes it build."""
+    a CUDA context hold: what the bound limits is what student data makes it build.
+
+    The imports run with the collector off, and what they built is frozen out of its reach (gc.freeze) before
+    any request: a collection during torch's import walks its whole growing heap, again and again."""
+    import gc
+
+    gc.disable()
     import torch
 
     from attnlab import wire
@@ -259,6 +265,8 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     torch.set_num_threads(1)
     if torch.cuda.is_available():
         torch.zeros(1, device="cuda")  # the context, before the bound
+    gc.freeze()
+    gc.enable()  # on for everything built from student data
     if bound is not None:
         bound.enter(above_current=True)
     drawn: OrderedDict[tuple[str, int], list[tuple]] = OrderedDict()

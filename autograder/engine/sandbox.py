@@ -177,8 +177,8 @@ class Plan:
                        group_fd: int | None) -> list[str]:
         """The command that starts the zygote (in bubblewrap unless mode is none)."""
         code = CODE_MOUNT if self.mode != "none" else str(INSIDE.parent)
-        python = [sys.executable, "-s", "-c",
-                  f"import sys; sys.path.insert(0, {code!r}); from inside import zygote; "
+        python = [sys.executable, "-s", "-c",  # the collector off from the first import: zygote.main freezes
+                  f"import gc; gc.disable(); import sys; sys.path.insert(0, {code!r}); from inside import zygote; "
                   f"zygote.main({control_fd}, figure={self.warm_figures!r})"]
         if self.mode == "none":
             return python

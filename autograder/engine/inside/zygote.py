@@ -9,6 +9,7 @@ any notebook, the grader or the worker ever had.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import pkgutil
@@ -123,6 +124,19 @@ def _sympy() -> None:
     sympy.simplify(L * sympy.log(T) + T**2 + sympy.log(T, 2))
 
 
+def frozen() -> None:
+    """Move everything the warm-up built out of the collector's reach (`gc.freeze`), then turn it on.
+
+    The zygote's command turns the collector off before its first import: importing torch, the
+    dispatcher and sympy with it on ran a full collection over the growing heap again and again
+    (3.2-3.4 s of CPU for the warm-up here, 2.4-2.6 s without). Frozen, those objects are never
+    walked by a child's collection, so a child neither spends the time nor copies the pages a
+    walk writes to (a child's allocations and one collection: 0.27 s before, 0.04 s after).
+    The handful of garbage cycles the imports leave stay, shared by every child."""
+    gc.freeze()
+    gc.enable()
+
+
 def leaked_modules() -> list[str]:
     """Instructor modules present in this process (there must be none)."""
     return sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
@@ -135,6 +149,7 @@ def main(control_fd: int, figure: bool = True) -> None:
     child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)
     info = warm_up() | exercise(figure)
     shell = runner.make_shell()
+    frozen()
     control = socket.socket(fileno=control_fd)
     frames.send(control_fd, {"k": "hello", "pid": os.getpid(), "leaked": leaked_modules(),
                              "environ": sorted(os.environ), **info})
