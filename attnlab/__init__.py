@@ -2,8 +2,10 @@
 
 Ships to students and contains no solution: the parallel-time profiler, the symbolic
 answer checker, the index-equation answer language (`attnlab.equations`: read, check the
-form of, and evaluate a derivation's equations), synthetic data sets, plotting helpers,
-visible-test helpers, and the student-side half of the hidden tests (`attnlab.grading`).
+form of, and evaluate a derivation's equations), per-position path lengths
+(`attnlab.paths`), which attention kernel ran and the largest tensor a computation
+allocates (`attnlab.kernels`), synthetic data sets, plotting helpers, visible-test helpers,
+and the student-side half of the hidden tests (`attnlab.grading`).
 """
 from __future__ import annotations
 

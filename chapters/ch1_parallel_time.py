@@ -622,7 +622,7 @@ if len(Ts) > 1:
     print(f"from T = {Ts[-2]} to T = {Ts[-1]} (the scores' work x4), time grew:")
     for name in methods:
         growth = statistics.median(runs[name][-1]) / statistics.median(runs[name][-2])
-        print(f"  {name} ({kernels[name]}): x{growth:.1f}")  # claim: ch1-growth
+        print(f"  {name} (backend: {kernels[name]}): x{growth:.1f}")  # claim: ch1-growth
 
 # %%
 if Ts:
@@ -691,7 +691,7 @@ for k, T in enumerate(Ts):
 if len(Ts) > 1:
     print(f"from T = {Ts[-2]} to T = {Ts[-1]}, memory grew:")
     for name in memory:
-        print(f"  {name} ({kernels[name]}): x{memory[name][-1] / memory[name][-2]:.1f}")  # claim: ch1-memory-growth
+        print(f"  {name} (backend: {kernels[name]}): x{memory[name][-1] / memory[name][-2]:.1f}")  # claim: ch1-memory-growth
 
 # %% [markdown]
 # Now your answers to Problem 1.5 against measurements of your own layer at many sizes. The
