@@ -2,12 +2,13 @@
 # # Chapter 7. The whole Transformer block
 #
 # Chapter 1's layer is the seeds' layer: attention and nothing else. The block that every
-# Transformer since the original stacks adds four things around it. Seed 004 names two of
-# them: the three projections of every head are one product with the matrices stacked,
-# and the concatenated heads are fed through a feed-forward layer. Chapter 0 showed both as demonstrations; here you build them, and the
-# rest: a projection of the concatenated heads back to the width $J$, residual connections,
-# layer normalisation, and the causal mask that turns the block into the layer of a
-# decoder-only language model.
+# Transformer since the original stacks puts four things around it: a projection of the
+# concatenated heads back to the width $J$, residual connections, layer normalisation and
+# a feed-forward layer. Seed 004 has two of the ideas: the three projections of every head
+# are one product with the matrices stacked, and the concatenated heads are fed through a
+# feed-forward layer. Chapter 0 showed both as demonstrations; here you build them and the
+# rest, and the causal mask that turns the block into the layer of a decoder-only language
+# model.
 #
 # You will
 #
@@ -483,16 +484,18 @@ hidden_check("ch7.block", block)
 # softmax over the vocabulary. At position $t$ it reads words $0..t$ and gives
 # $P(w_{t+1} \mid w_0 \dots w_t)$; the product of these is the probability of the sentence,
 # and sampling from them one word at a time generates text. Below, a model with $L = 2$
-# blocks of your `block`, $J = 32$, $H = 2$, $K = I = 16$, $2J$ hidden units, word vectors $E$ shared
-# by the input and the output, and a learned vector per position, is trained for a few
-# hundred steps on sentences of the grammar of Chapter 4 (`attnlab.data.grammar`), twice:
-# with the causal mask and without it. A sentence is `<bos>` $w_1 \dots w_T$ `<eos>`, and
-# the model predicts every word and the final `<eos>` <!-- not a claim: the set-up -->.
+# blocks of your `block`, $J = 32$, $H = 2$, $K = I = 16$, $2J$ hidden units, word vectors
+# $E$ shared by the input and the output, and a learned vector per position, is trained
+# for a few hundred steps on sentences of the grammar of Chapter 4 (`attnlab.data.grammar`),
+# twice: with the causal mask and without it. A sentence is $w_0 \dots w_{T+1}$ =
+# `<bos>`, its $T$ words, `<eos>`, and the model predicts every word and the final `<eos>`
+# <!-- not a claim: the set-up -->.
 #
 # The grammar gives the exact probability of every sentence, so the best possible
-# next-word loss is known: the entropy of the grammar per predicted word <!-- not a claim: a definition -->. A model that
-# ignores the context can do no better than the unigram loss (the entropy of the words'
-# frequencies) <!-- not a claim: information theory, a context-free model's best loss -->.
+# next-word loss is known: the entropy of the grammar per predicted word
+# <!-- not a claim: a definition -->. A model that ignores the context can do no better
+# than the unigram loss (the entropy of the words' frequencies)
+# <!-- not a claim: information theory, a context-free model's best loss -->.
 #
 # (This cell trains a model with your own functions: run it yourself once Problems 7.1-7.6
 # pass their tests.)
@@ -597,8 +600,8 @@ if not is_grading():
 # sentences, and on the same held-out sentences when each position is given only the
 # words before it, as when generating <!-- claim: ch7-decoder -->, and how far the masked
 # model is from the optimum and from the unigram loss <!-- claim: ch7-margins -->. With the
-# mask, the held-out loss and the generating loss are the same <!-- claim: ch7-generating-equal -->,
-# within 0.15 nats of the grammar's optimum <!-- claim: ch7-near-optimum --> and more than a nat
+# mask, the held-out loss and the generating loss are the same
+# <!-- claim: ch7-generating-equal -->, within 0.15 nats of the grammar's optimum <!-- claim: ch7-near-optimum --> and more than a nat
 # below the unigram loss <!-- claim: ch7-beats-unigram -->: the model has learned the
 # grammar. Without the mask, the training loss and the held-out loss are both below 0.05
 # <!-- claim: ch7-copies -->: position $t$ reads word $t+1$ and copies it. Given only the
@@ -646,9 +649,10 @@ assert seen[True, "nan"].all() and seen[False, "grad"].all(), "the NaN probe see
 # The Jacobian's nonzeros of the causal block are exactly the lower triangle, $t' \le t$:
 # output position $t$ depends on input positions $0..t$ and on no later one
 # <!-- claim: ch7-jacobian -->; without the mask, and for the NaN probe even with it, every
-# output depends on every input <!-- claim: ch7-nan-blind -->. Position $t$ of a causal stack of any depth therefore
-# depends on positions $\le t$ only, which is what makes the generating loss above equal
-# to the training loss.
+# output depends on every input <!-- claim: ch7-nan-blind -->. Position $t$ of a causal
+# stack of any depth therefore depends on positions $\le t$ only, which is what makes the
+# generating loss above equal to the held-out loss
+# <!-- not a claim: follows from the Jacobian's triangle, asserted above -->.
 
 # %% [markdown]
 # ## 7.8 The block's parallel running time and work
