@@ -36,7 +36,7 @@ def _poisoned(value: object, path: tuple, where: int, poison: float) -> object:
     """`value` with the leaf at `path` poisoned: a tensor at flat position `where`, a number replaced."""
     if not path:
         if type(value) is torch.Tensor:
-            out = value.clone()
+            out = value.clone(memory_format=torch.contiguous_format)  # a transposed output keeps its strides otherwise
             out.view(-1)[where % out.numel()] = poison
             return out
         return poison
