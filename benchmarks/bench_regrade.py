@@ -10,6 +10,11 @@ own line (worker start, cells) and the load average; it is not a timed test.
     bash scripts/grade_example_class.sh /tmp/ec/course --chapters ch1     # a graded course
     git worktree add /tmp/base <commit>
     .venv/bin/python benchmarks/bench_regrade.py /tmp/ec/course --student ada --baseline /tmp/base --runs 3
+
+Issue 25.10's "before" is 99fbde0, the last commit before the issue-25 work (978f0fa is its first): it
+grades a course that today's scripts built. On a shared machine the ratio depends on the load (each
+run prints it): under load every process of the command waits for a CPU, and the command's CPU time
+counts more than how its processes overlap.
 """
 from __future__ import annotations
 
