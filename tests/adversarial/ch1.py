@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import nbformat
 
@@ -10,8 +12,12 @@ from tests.adversarial.scan import SCANNER
 
 SA, TR = "test_self_attention", "test_transformer"
 ALL = "all"
-AFTER_SA = (TR, "test_parallel_time_serial", "test_parallel_time_log", "test_softmax_time",
-            "test_softmax_time_practice", "test_layer_time", "test_layer_time_practice")
+# The graded test cells in the chapter's order (the chapter is their one home: a new cell or a new order
+# moves the expectations with it).
+ORDER = tuple(re.findall(r'"grade": true, "grade_id": "(test_\w+)"',
+                         (Path(__file__).resolve().parents[2] / "chapters" / "ch1_parallel_time.py").read_text()))
+AFTER_SA = ORDER[ORDER.index(SA) + 1:]
+assert TR in AFTER_SA and "test_softmax_time" in AFTER_SA, ORDER
 
 
 def _edit_test(nb, ctx):
@@ -543,7 +549,7 @@ def _no_text(name, outcomes):
     _submit(name, outcomes)
 _channel.submit = _no_text
 """, (TR,), "could not be read as a grade", "nbgrader raises KeyError without text/plain: here 0, with why"),
-    Attack("judge_flood", "parallel_time_serial", "{ref}\n" + _OWN_CHANNEL + """
+    Attack("judge_flood", "softmax_time", "{ref}\n" + _OWN_CHANNEL + """
 from attnlab.grading import Outcome
 def _many(name, outcomes):
     if name == "ch1.LAYER_TIME_PRACTICE":  # the right answer: a verdict already known (the cache) needs no budget
@@ -551,9 +557,10 @@ def _many(name, outcomes):
     for k in range(20, 84):  # every one valid, distinct, and slow to expand
         _submit(name, [Outcome(value=f"(T+2*K)**{k} - (2*T+K)**{k}")])
 _channel.submit = _many
-""", AFTER_SA[1:-1], "longer than its budget",
-           "256 distinct symbolic answers to judge: the notebook's judging budget stops them, the run goes on, and the "
-           "next notebook gets a fresh budget"),
+""", tuple(t for t in ORDER[ORDER.index("test_softmax_time"):] if t != "test_layer_time_practice"),
+           "longer than its budget",
+           "64 distinct symbolic answers per question from the softmax cell on: the notebook's judging budget stops "
+           "them, the run goes on, and the next notebook gets a fresh budget"),
     Attack("a_cache_poison", "self_attention", "{ref}\n" + _FORGE + _OWN_CHANNEL + """
 def _resplit(name, outcomes):
     if name != "ch1.self_attention":
