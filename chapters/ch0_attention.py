@@ -109,8 +109,7 @@ print("active device:", device)
 # $$
 #
 # Keys and queries live in the same space ($K$ coordinates); values may have any number
-# $I$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and
-# <!-- seed -->$\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$<!-- /seed --> <!-- given -->.
+# $I$ of coordinates. In seed 003's picture the weights are $[0.6, 0.1, 0.2, 0.1]$ and <!-- seed -->$\mathbf{c} = 0.6\,v_1 + 0.1\,v_2 + 0.2\,v_3 + 0.1\,v_4$<!-- /seed --> <!-- given -->.
 #
 # Why divide by $\sqrt{K}$? If the coordinates of $q$ and of a key are independent with
 # mean 0 and variance 1, their dot product has variance $K$; dividing by $\sqrt{K}$ keeps
@@ -272,8 +271,7 @@ plt.show()
 # 2. *Large scores.* Softmax depends only on the *differences* between scores, and here
 #    they are huge: token 4 against itself scores $365/\sqrt{3} = 210.7$; token 1's
 #    scores are $[14, 32, 50, 68]/\sqrt{3}$, so its weight on token 3 is
-#    $e^{-(68-50)/\sqrt{3}} = e^{-10.4} = 3.1\times 10^{-5}$ <!-- claim: ch0-scores -->
-#    <!-- claim: ch0-token1-on-3 -->, and the gaps only widen for the later tokens (token
+#    $e^{-(68-50)/\sqrt{3}} = e^{-10.4} = 3.1\times 10^{-5}$ <!-- claim: ch0-scores --> <!-- claim: ch0-token1-on-3 -->, and the gaps only widen for the later tokens (token
 #    4's weight on token 3 is $e^{-99/\sqrt3} \approx 10^{-25}$ <!-- claim: ch0-token4-on-3 -->).
 #    Dividing by $\sqrt{3}$ cannot help when the embeddings have norm 4 to 19 instead of
 #    about $\sqrt{3}$ <!-- claim: ch0-norms -->.
@@ -331,8 +329,7 @@ print("dot_product_attention reproduces the four context vectors")
 # $$
 #
 # has, in column $t$, the weighted average of the value columns: query $t$'s context
-# vector. Stacking the heads' blocks (head 0 on top) is seed 004's
-# <!-- seed -->$\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$<!-- /seed -->, with <!-- seed -->$\delta_h$<!-- /seed --> the $h$-th unit vector of
+# vector. Stacking the heads' blocks (head 0 on top) is seed 004's <!-- seed -->$\sum_h \delta_h \otimes \mathbf{H}_{\ell,h}$<!-- /seed -->, with <!-- seed -->$\delta_h$<!-- /seed --> the $h$-th unit vector of
 # $\mathbb{R}^H$: the result has $H I$ rows and $T$ columns. Seed 004 also notes that the
 # three products can be done as one, $\left[W^Q[h]; W^K[h]; W^V[h]\right] M^\top$, stacking
 # the weights (and the heads) by rows.

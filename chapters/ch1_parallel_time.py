@@ -266,8 +266,7 @@ hidden_check("ch1.transformer", transformer)
 #
 # The book's profiler, `attnlab.profiler.parallel_time` (Section 1.5 says how it counts),
 # measures depth and work by running a function on *meta* tensors (shapes without data),
-# and `attnlab.kernels.largest_tensor` finds the largest tensor a function allocates
-# <!-- not a claim: what the tools do -->. The cell below checks each count above at four
+# and `attnlab.kernels.largest_tensor` finds the largest tensor a function allocates <!-- not a claim: what the tools do -->. The cell below checks each count above at four
 # sizes, two values of $T$ for each $J$ <!-- claim: ch1-worked-rows --> <!-- claim: ch1-worked-pairs -->.
 
 # %%
@@ -483,18 +482,15 @@ hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
 # through the positions. <!-- claim: ch1-log-doubling -->
 #
 # *Measured (Sections 1.4 and 1.5).* The profiler agrees. Its work count of one layer is
-# exactly $4HTKJ + 2TJ^2 + 2HT^2K + 2T^2J + 4HT^2$ at every size of Section 1.4's sweeps
-# <!-- claim: ch1-work-exact -->, and the largest tensor of the layer is the scores', $HT^2$
+# exactly $4HTKJ + 2TJ^2 + 2HT^2K + 2T^2J + 4HT^2$ at every size of Section 1.4's sweeps <!-- claim: ch1-work-exact -->, and the largest tensor of the layer is the scores', $HT^2$
 # numbers, at every size of the sweeps where $T \ge J$ <!-- claim: ch1-scores-largest -->. In Section 1.4's plot the
 # reference answers stay level, within a factor $1.6$, while answers that drop a term or
 # take $HK$ for $J$ drift <!-- claim: ch1-level --> <!-- claim: ch1-drift -->.
 #
 # The serial depth climbs by $2L$ per unit of $T$ (in each of the $L$ layers, two sums run
-# over $t'$: the softmax's normaliser and the weighted average)
-# <!-- claim: ch1-serial-slope -->, while the log depth climbs by
+# over $t'$: the softmax's normaliser and the weighted average) <!-- claim: ch1-serial-slope -->, while the log depth climbs by
 # only $2L$ each time $T$ doubles <!-- claim: ch1-log-doubling -->. One layer at
-# $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$
-# <!-- claim: ch1-one-layer -->.
+# $T = 10^6$ with $J = 64$, $K = 16$ has serial depth $2T + J + K + 6$ <!-- claim: ch1-one-layer -->.
 
 # %% [markdown]
 # ## 1.4 Measure it
@@ -648,8 +644,7 @@ if Ts:
 # $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
 # the weighted average take over <!-- claim: ch1-growth -->. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic. The run above prints, for the
-# last doubling of $T$, how much each time grew, the ratios to read these sentences against
-# <!-- claim: ch1-growth -->.
+# last doubling of $T$, how much each time grew, the ratios to read these sentences against <!-- claim: ch1-growth -->.
 #
 # ### Work and memory, measured
 #
@@ -658,8 +653,7 @@ if Ts:
 # (`torch.cuda.max_memory_allocated`, above what was allocated before), on a CPU the
 # largest tensor it allocates (`attnlab.kernels.largest_tensor`) <!-- not a claim: what is measured -->. The run prints how each
 # grew over the last doubling of $T$: your layer's by about four times, as its scores have
-# $T^2$ entries per head, the fused kernel's by about two, as it never stores them
-# <!-- claim: ch1-memory-growth -->. (This cell measures your own `self_attention`: run it
+# $T^2$ entries per head, the fused kernel's by about two, as it never stores them <!-- claim: ch1-memory-growth -->. (This cell measures your own `self_attention`: run it
 # yourself.)
 
 # %% tags=["answer-output"]
@@ -699,8 +693,7 @@ if len(Ts) > 1:
 # finds the largest tensor it allocates, the scores' when $T$ is at least $J$ (so the
 # memory sweep keeps $T \ge J$; nothing is allocated for real) <!-- claim: ch1-scores-largest -->. Each of $T$, $H$, $K$ and
 # $J$ grows in turn from a base size while the others stay ($J = HI$ throughout), and the
-# plot shows the measurement divided by your answer, scaled to $1$ at the first size
-# <!-- not a claim: how the sweep is made -->. An
+# plot shows the measurement divided by your answer, scaled to $1$ at the first size <!-- not a claim: how the sweep is made -->. An
 # answer of the right order stays level, up to the constant factors an order leaves out; an
 # answer of another order climbs or falls along the size it gets wrong <!-- claim: ch1-level --> <!-- claim: ch1-drift -->. (This cell measures
 # your `self_attention` and draws your own answers: run it yourself.)

@@ -419,8 +419,7 @@ print(f"  under the per-column shortcut, every column would get 1/Y = {1 / Y:.3f
 #
 # *2. Not the same layer.* Normalising over $x'$ separately in each column $y'$ (and
 # dividing by $Y$) gives every column the same total weight $1/Y$, however well or badly its
-# pixels match the query. The joint softmax's column totals vary, as the cell above shows
-# <!-- claim: ch2-totals-vary -->;
+# pixels match the query. The joint softmax's column totals vary, as the cell above shows <!-- claim: ch2-totals-vary -->;
 # the last lines below measure how far the two sets of weights are apart.
 
 # %% tags=["solutions-only"]

@@ -45,8 +45,7 @@
 #
 # **Errata.**
 #
-# * In every line of the seed's derivation the last factor is indexed by $t_1$,
-#   <!-- seed -->$L_\ell(t_1, J_2)$<!-- /seed -->. It belongs to the key position, $t_2$, as in the problem statement
+# * In every line of the seed's derivation the last factor is indexed by $t_1$, <!-- seed -->$L_\ell(t_1, J_2)$<!-- /seed -->. It belongs to the key position, $t_2$, as in the problem statement
 #   (<!-- seed -->$L_\ell[t_2, J_2]$<!-- /seed -->). With $t_1$ on both sides every score would compare position $t_1$
 #   with itself, and the softmax over $t_2$ would see the same number for every $t_2$.
 # * The seed's worked solution writes products with the Einstein convention (a repeated

@@ -542,8 +542,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores
 # the word vectors), and raw scores instead of log-probabilities (`test_blank_head` only). <!-- not a claim: tests/test_answers.py shows each of these heads (solutions/mistakes/ch4.py) losing its cells -->
 #
-# **Erratum in the seed's solution.** It writes
-# <!-- seed -->$\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$<!-- /seed -->, using $w_t$
+# **Erratum in the seed's solution.** It writes <!-- seed -->$\operatorname{softmax}_{w_t} e[w_t, I]\,\vec W[I,J]\,\vec h[t-1,J] + \dots$<!-- /seed -->, using $w_t$
 # both for the true word and for the candidate the softmax ranges over. Above, the
 # candidate is $w$, and the formula is the probability of the event $w_t = w$.
 

@@ -775,8 +775,7 @@ if losses:
 # Read the tables with the pictures (the runs above print them). The captioner writes at
 # least 95% of the held-out captions exactly right, about scenes whose pair of objects it
 # never saw <!-- claim: ch5-held-out-exact -->. At a word that names an object (its colour
-# or its shape) the glimpse puts on average at least half of its weight on that very object
-# <!-- claim: ch5-glimpses -->, although nothing told the model where the objects are: the
+# or its shape) the glimpse puts on average at least half of its weight on that very object <!-- claim: ch5-glimpses -->, although nothing told the model where the objects are: the
 # attention was learned from the captions alone. How the looks are shared out between the
 # words differs from one training run to another. A glimpse of an object puts its whole
 # feature vector (colour, shape and, through the position vectors, place) into the state,

@@ -54,9 +54,7 @@
 #
 # **Errata.**
 #
-# * The seed names the filter's channels in two orders: the parameter list $\Phi$ writes
-#   <!-- seed -->$W[\Delta t, i, i']$<!-- /seed --> without saying which channel is the input, and part (b) writes
-#   <!-- seed -->$W_{\ell+1}[\Delta t, i', i]$<!-- /seed --> with <!-- seed -->$i'$<!-- /seed --> summed, the *input* channel in the middle slot and
+# * The seed names the filter's channels in two orders: the parameter list $\Phi$ writes <!-- seed -->$W[\Delta t, i, i']$<!-- /seed --> without saying which channel is the input, and part (b) writes <!-- seed -->$W_{\ell+1}[\Delta t, i', i]$<!-- /seed --> with <!-- seed -->$i'$<!-- /seed --> summed, the *input* channel in the middle slot and
 #   the *output* channel last. The book adopts part (b)'s order,
 #   $W_{\ell+1}[\Delta, j, j']$ = [offset, input channel, output channel]; the bias belongs to
 #   the output channel, $\beta_{\ell+1}[j']$.
@@ -264,9 +262,7 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 # halves an even length exactly, and $D = 3$ maps a length one less than a power of two to
 # the next such length ($15 \to 7 \to 3 \to 1$). <!-- not a claim: derived from the inequality before -->
 #
-# **Erratum in the seed's solution of (b).** Its right-hand side reads
-# <!-- seed -->$L_\ell[2t + \Delta t, i']$<!-- /seed -->: the batch index $b$ is lost. It must be
-# <!-- seed -->$L_\ell[b, 2t + \Delta t, i']$<!-- /seed --> in the seed's letters, since every sentence of the batch is convolved on its own
+# **Erratum in the seed's solution of (b).** Its right-hand side reads <!-- seed -->$L_\ell[2t + \Delta t, i']$<!-- /seed -->: the batch index $b$ is lost. It must be <!-- seed -->$L_\ell[b, 2t + \Delta t, i']$<!-- /seed --> in the seed's letters, since every sentence of the batch is convolved on its own
 # (without $b$ on the right, the left side's $b$ would be free, and every sentence would get
 # the same output).
 

@@ -488,14 +488,11 @@ hidden_check("ch7.block", block)
 # $E$ shared by the input and the output, and a learned vector per position, is trained
 # for a few hundred steps on sentences of the grammar of Chapter 4 (`attnlab.data.grammar`),
 # twice: with the causal mask and without it. A sentence is $w_0 \dots w_{T+1}$ =
-# `<bos>`, its $T$ words, `<eos>`, and the model predicts every word and the final `<eos>`
-# <!-- not a claim: the set-up -->.
+# `<bos>`, its $T$ words, `<eos>`, and the model predicts every word and the final `<eos>` <!-- not a claim: the set-up -->.
 #
 # The grammar gives the exact probability of every sentence, so the best possible
-# next-word loss is known: the entropy of the grammar per predicted word
-# <!-- not a claim: a definition -->. A model that ignores the context can do no better
-# than the unigram loss (the entropy of the words' frequencies)
-# <!-- not a claim: information theory, a context-free model's best loss -->.
+# next-word loss is known: the entropy of the grammar per predicted word <!-- not a claim: a definition -->. A model that ignores the context can do no better
+# than the unigram loss (the entropy of the words' frequencies) <!-- not a claim: information theory, a context-free model's best loss -->.
 #
 # (This cell trains a model with your own functions: run it yourself once Problems 7.1-7.6
 # pass their tests.)
@@ -600,13 +597,10 @@ if not is_grading():
 # sentences, and on the same held-out sentences when each position is given only the
 # words before it, as when generating <!-- claim: ch7-decoder -->, and how far the masked
 # model is from the optimum and from the unigram loss <!-- claim: ch7-margins -->. With the
-# mask, the held-out loss and the generating loss are the same
-# <!-- claim: ch7-generating-equal -->, within 0.15 nats of the grammar's optimum <!-- claim: ch7-near-optimum --> and more than a nat
+# mask, the held-out loss and the generating loss are the same <!-- claim: ch7-generating-equal -->, within 0.15 nats of the grammar's optimum <!-- claim: ch7-near-optimum --> and more than a nat
 # below the unigram loss <!-- claim: ch7-beats-unigram -->: the model has learned the
-# grammar. Without the mask, the training loss and the held-out loss are both below 0.05
-# <!-- claim: ch7-copies -->: position $t$ reads word $t+1$ and copies it. Given only the
-# words before, as a generating model is, the same model is worse than a unigram model
-# <!-- claim: ch7-cannot-generate -->: it learned to copy, not to predict.
+# grammar. Without the mask, the training loss and the held-out loss are both below 0.05 <!-- claim: ch7-copies -->: position $t$ reads word $t+1$ and copies it. Given only the
+# words before, as a generating model is, the same model is worse than a unigram model <!-- claim: ch7-cannot-generate -->: it learned to copy, not to predict.
 
 # %% tags=["solutions-only"]
 if results:
@@ -647,12 +641,10 @@ assert seen[True, "nan"].all() and seen[False, "grad"].all(), "the NaN probe see
 
 # %% [markdown]
 # The Jacobian's nonzeros of the causal block are exactly the lower triangle, $t' \le t$:
-# output position $t$ depends on input positions $0..t$ and on no later one
-# <!-- claim: ch7-jacobian -->; without the mask, and for the NaN probe even with it, every
+# output position $t$ depends on input positions $0..t$ and on no later one <!-- claim: ch7-jacobian -->; without the mask, and for the NaN probe even with it, every
 # output depends on every input <!-- claim: ch7-nan-blind -->. Position $t$ of a causal
 # stack of any depth therefore depends on positions $\le t$ only, which is what makes the
-# generating loss above equal to the held-out loss
-# <!-- not a claim: follows from the Jacobian's triangle, asserted above -->.
+# generating loss above equal to the held-out loss <!-- not a claim: follows from the Jacobian's triangle, asserted above -->.
 
 # %% [markdown]
 # ## 7.8 The block's parallel running time and work
@@ -692,8 +684,7 @@ hidden_check("ch7.BLOCK_WORK", BLOCK_WORK)
 
 # %% [markdown]
 # `attnlab.profiler.parallel_time` measures the depth and the work of your `block` on meta
-# tensors. Below, $T$ and then $J$ are doubled from $T = J = 64$ <!-- given --> (with $H = 4$
-# <!-- given --> and $4J$ hidden units), the other held, and your answers are drawn over the
+# tensors. Below, $T$ and then $J$ are doubled from $T = J = 64$ <!-- given --> (with $H = 4$ <!-- given --> and $4J$ hidden units), the other held, and your answers are drawn over the
 # measurements, each scaled by one fitted constant. If an answer has the right order, its
 # curve follows the points. (This cell measures your own `block` and draws your answers:
 # run it yourself.)
@@ -778,8 +769,7 @@ if doublings:
 # $3 H T^2$; the weighted average $2 T^2 HI = 2T^2 J$; the output projection $2TJ^2$; the
 # feed-forward layer $2 \cdot 2 T J \cdot 4J = 16 T J^2$; normalisations and residuals $O(TJ)$.
 # In all $\Theta(T^2 J + T J^2)$: the $T^2$ of attention against the $J^2$ of the projections
-# and the feed-forward layer, which is the larger while $T < 6J$
-# <!-- not a claim: arithmetic on the terms, 4 T^2 J against 24 T J^2 -->.
+# and the feed-forward layer, which is the larger while $T < 6J$ <!-- not a claim: arithmetic on the terms, 4 T^2 J against 24 T J^2 -->.
 #
 # *Measured.* Over eight doublings of each of $T$ and $J$, the measured depth and work of the
 # reference block divided by these answers stay within a factor of 8 and settle, their last two
@@ -791,8 +781,7 @@ if doublings:
 # Last, the wall-clock time of the whole block (no mask) against $T$ on the active device,
 # twice: with your `attention`, and with `torch.nn.functional.scaled_dot_product_attention`
 # in its place, on 4-D inputs $[1, H, T, K]$ so that PyTorch may pick a fused kernel (which
-# never stores the $T \times T$ scores); a fused kernel runs here, on a CPU as on a GPU
-# <!-- claim: ch7-fused -->. Everything else is the same block. The legend
+# never stores the $T \times T$ scores); a fused kernel runs here, on a CPU as on a GPU <!-- claim: ch7-fused -->. Everything else is the same block. The legend
 # names the kernel PyTorch ran, found by `attnlab.kernels.attention_backend`. Each point is
 # the median of repeated runs, the bars the middle half of the runs.
 
@@ -874,8 +863,7 @@ if timing_Ts:
 
 # %% [markdown]
 # The run above prints which kernel ran and, at each $T$, the time of the block with the
-# fused kernel as a fraction of the time of the block with your attention
-# <!-- claim: ch7-timing -->: the fraction to read the plot against. The projections and the
+# fused kernel as a fraction of the time of the block with your attention <!-- claim: ch7-timing -->: the fraction to read the plot against. The projections and the
 # feed-forward layer do the same work in both blocks and grow like $T$; only attention's
 # $T^2$ part differs, so the fraction can only fall as far as attention's share of the
 # block's time allows <!-- not a claim: what the fraction measures -->. On a GPU the fused

@@ -25,6 +25,17 @@ def test_the_source_is_canonical_text(chapter: Chapter) -> None:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
+def test_no_markdown_line_opens_with_a_comment_and_goes_on(chapter: Chapter) -> None:
+    """A line that opens with an HTML comment starts an HTML block in MyST: the rest of the line (and its math)
+    is shown as raw text. A tag (<!-- claim -->, <!-- seed -->) goes after a word, never first on a line."""
+    import re
+
+    bad = [line.strip() for c in chapter.read().cells if c.cell_type == "markdown" for line in c.source.splitlines()
+           if line.lstrip().startswith("<!--") and "-->" in line and re.sub(r"<!--.*?-->", "", line).strip()]
+    assert not bad, f"{chapter.path.name}: lines opening with a comment, then text: {bad[:5]}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
 def test_regenerating_changes_nothing(chapter: Chapter, tmp_path) -> None:
     first = chapters.materialise(tmp_path / "a", [chapter.assignment])[0].read_bytes()
     second = chapters.materialise(tmp_path / "b", [chapter.assignment])[0].read_bytes()
