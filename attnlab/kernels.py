@@ -47,6 +47,12 @@ MATH = "math (unfused)"  # no fused kernel ran: the scores were computed and sto
 class OpWatch(TorchDispatchMode):
     """Records, while active, the aten operations run (by name) and the largest tensor they allocate."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Leave __torch_dispatch__ unwrapped, as `attnlab.profiler.DepthMode` does: torch's wrapper imports
+        torch._dynamo (1-2 s) on first use, and nothing here is compiled."""
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[str] = []

@@ -1,6 +1,4 @@
 """`python -m autograder ...`: the instructor's command line."""
-import sys
+from autograder.cli import run
 
-from autograder.cli import main
-
-sys.exit(main())
+run()

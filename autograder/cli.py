@@ -443,5 +443,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def run() -> None:
+    """The `autograder` command: `main()`, then the process ends without tearing the interpreter down.
+
+    A command has imported some 1300 modules (nbgrader, SQLAlchemy, nbconvert); freeing them one by one at exit
+    took 0.3-0.4 s of a 3.6 s single regrade, after the last line was printed. Every exit handler still runs
+    (logging's flush, multiprocessing's clean-up) and both streams are flushed; the files and the gradebook
+    were closed by the command itself. With a non-daemon thread still running, the usual exit waits for it."""
+    import atexit
+    import os
+    import threading
+
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`autograder gradebook | head`): nothing more to say
+            pass
+    os._exit(int(code or 0))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

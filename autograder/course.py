@@ -31,12 +31,14 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from autograder import config
 from autograder.kit import kit_files, write_release_zip  # noqa: F401 - part of the API
 from coursenb import cells, chapters
+
+if TYPE_CHECKING:  # imported where a notebook is written: a command starts its sandboxes 0.17 s sooner
+    import nbformat
 
 ROOT = chapters.ROOT
 COURSE_ID = "attention-book"
@@ -85,6 +87,8 @@ def init_course(course_dir: Path, names: Iterable[str] | None = None,
         nb = source_notebook(ch)
         dest = course_dir / "source" / ch.assignment / f"{ch.notebook}.ipynb"
         dest.parent.mkdir(parents=True, exist_ok=True)
+        import nbformat
+
         nbformat.write(nb, str(dest))
     return chosen
 
@@ -512,7 +516,8 @@ class Course:
         before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
         try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
             summary = grade(self.root, assignment=assignment, student=student, workers=workers,
-                            progress=progress, force=force, **engine_options)
+                            progress=progress, force=force, meanwhile=self._feedback_warm(student, assignment),
+                            **engine_options)
         except EngineError as exc:
             raise CourseError(str(exc)) from None
         self._sync_due_dates()  # what the late policy reads
@@ -521,6 +526,13 @@ class Course:
         changed = {(lg.student, lg.assignment, lg.notebook) for lg in after
                    if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}
         return Graded(summary, before, after, charged, self._refresh_feedback(changed, after))
+
+    def _feedback_warm(self, student: str | None, assignment: str | None):
+        """`feedback.warm` if the run may write pages again (some exist for what it grades), else None."""
+        from autograder import feedback
+
+        pattern = f"{student or '*'}/{assignment or '*'}/*.html"
+        return feedback.warm if any((self.root / "feedback").glob(pattern)) else None
 
     def _refresh_feedback(self, changed: set[tuple[str, str, str]], logs: list | None = None) -> list[Path]:
         """Write again the existing feedback pages of `changed` (student, assignment, notebook): a page never

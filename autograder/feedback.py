@@ -288,6 +288,13 @@ def _norm(source: str) -> str:
 # ----------------------------------------------------------------------------- writing pages
 
 
+def warm() -> None:
+    """What writing a page needs, built ahead (`pages.warm`)."""
+    from autograder.pages import warm as warm_pages
+
+    warm_pages("feedback.html.j2")
+
+
 def page_path(course_dir: Path, student: str, assignment: str, notebook: str) -> Path:
     """Where the feedback page of one notebook is written."""
     return Path(course_dir) / "feedback" / student / assignment / f"{notebook}.html"

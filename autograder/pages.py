@@ -57,6 +57,16 @@ def render(template: str, **context: object) -> str:
     return environment().get_template(template).render(**context)
 
 
+def warm(*templates: str) -> None:
+    """Import and build what pages need (Jinja2 and `templates` compiled, the markdown renderers, MathML,
+    Pygments) ahead of the first page: done while a grading run's sandboxes start, 0.1-0.2 s less after it."""
+    for template in templates:
+        environment().get_template(template)
+    _markdown(True), _markdown(False)
+    mathml("x")
+    highlight("x")
+
+
 def number(x: float | None) -> str:
     """A score as the pages write it: 1.5, 2, or – for none."""
     return "–" if x is None else f"{x:g}"

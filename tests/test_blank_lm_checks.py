@@ -12,6 +12,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.nn as nn
@@ -233,7 +234,7 @@ def test_the_trained_check_trains_with_the_course_trainer() -> None:
     locked = {grade_id(c): c.source for c in source.cells if grade_id(c) and is_locked(c)}
     assert {"head_outputs", "blank_lm_model", "fit_blank_lm", "blank_lm_bound"} <= set(locked)
     assert "def fit_blank_lm(" in locked["fit_blank_lm"] and "class BlankLM(" in locked["blank_lm_model"]
-    submission = nbmod.nbformat.from_dict(source)
+    submission = nbformat.from_dict(source)
     for c in submission.cells:
         if grade_id(c) in ("head_outputs", "blank_lm_model", "fit_blank_lm", "blank_lm_bound"):
             c.source = "def fit_blank_lm(*args):\n    return EXACT_POSTERIOR\n"

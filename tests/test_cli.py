@@ -617,7 +617,11 @@ def engine_ready() -> bool:
 
 @pytest.mark.sandbox
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
-def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -> None:
+def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip, monkeypatch) -> None:
+    from autograder import feedback
+
+    warmed = []  # a run that may write pages again prepares them while its sandboxes start; another does not
+    monkeypatch.setattr(feedback, "warm", lambda: warmed.append(1))
     course_dir = fresh(released, tmp_path)
     assert run(capsys, "collect", class_zip, "--course", course_dir)[0] == 0
     for student in [p.name for p in (course_dir / "submitted").iterdir() if p.name not in ("ada", "edsger")]:
@@ -637,6 +641,7 @@ def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip) -
     code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
     assert code == 0 and "graded 1 notebook(s)" in out and "wrote again 1 feedback page(s)" in out, out + err
     assert f"Score: <b>{num(TOTAL)} / {num(TOTAL)}</b>" in page.read_text()
+    assert warmed == [1]  # only the regrade after `feedback`
 
 
 # ----------------------------------------------------------------------------- python -m autograder

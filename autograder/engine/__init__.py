@@ -19,6 +19,7 @@ This module imports nothing heavy: the worker processes import the package too.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,21 +61,22 @@ class GradeSummary:
 
 def grade(course_dir: Path, *, assignment: str | None = None, student: str | None = None, workers: int = 2,
           progress: bool = True, limits: Limits | None = None, seed: int | None = None,
-          force: bool = False, scheduler: object = None) -> GradeSummary:
+          force: bool = False, scheduler: object = None, meanwhile: Callable[[], object] | None = None) -> GradeSummary:
     """Grade every submitted notebook in course_dir/submitted/<student>/<assignment>/<nb>.ipynb not yet graded.
 
     Resumable: an interrupted run, run again, grades only what is not committed yet.
     `force` grades everything again. `seed` fixes the hidden tests' trial inputs (default:
     a fresh secret per run). `scheduler`: a dask.distributed Client or scheduler address
     ("tcp://host:8786") to run the notebooks on a Dask cluster, `workers` tasks at a time
-    (the gradebook is still written here). Raises EngineError for a course that cannot be
+    (the gradebook is still written here). `meanwhile` is called once while the sandboxes start (what the
+    caller does after grading, prepared in time this process would spend waiting). Raises EngineError for a course that cannot be
     graded (e.g. an assignment not released into the gradebook); never for a student's file.
     """
     from autograder.engine import store
     from autograder.engine.scheduler import Engine
 
     started = time.perf_counter()
-    engine = Engine(Path(course_dir), limits, seed, workers, scheduler)
+    engine = Engine(Path(course_dir), limits, seed, workers, scheduler, meanwhile)
     subs = store.discover(engine.course_dir, assignment, student)
     if force:  # the run starts its sandboxes before the gradebook (nbgrader's import) is needed
         todo = subs

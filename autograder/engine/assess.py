@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from autograder.engine import scoring
 from autograder.engine.judging import JudgeClient, digest
@@ -14,6 +13,9 @@ from autograder.engine.limits import Limits
 from autograder.engine.prepare import Job, Source
 from autograder.gradinglog import Incident
 from coursenb import cells
+
+if TYPE_CHECKING:
+    import nbformat
 
 STATUSES = ("ok", "error", "killed", "skipped")
 

@@ -15,11 +15,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
-from nbformat import NotebookNode
+from typing import TYPE_CHECKING
 
 from coursenb.cells import grade_id, has_hidden_tests, is_locked, is_solution, secret_lines, strip_hidden_tests
+
+if TYPE_CHECKING:  # nbformat (and jsonschema with it, 0.1 s) is imported where a notebook is read or made, so
+    from nbformat import NotebookNode  # that a grading run starts its sandboxes before it
 
 
 class UnreadableNotebook(ValueError):
@@ -79,6 +80,8 @@ def _counted(limit: int):
 
 def read_submission(path: Path) -> NotebookNode:
     """The submitted notebook at `path`, or UnreadableNotebook saying why not."""
+    import nbformat
+
     try:
         size = Path(path).stat().st_size
         if size > MAX_BYTES:
@@ -114,6 +117,8 @@ def read_submission(path: Path) -> NotebookNode:
 
 def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
     """The submission with the source's locked cells and metadata put back (see module doc)."""
+    import nbformat
+
     src = {gid: c for c in source.cells if (gid := grade_id(c))}
     order = [grade_id(c) for c in source.cells if grade_id(c)]
     result = Restored(nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata)))
@@ -143,12 +148,14 @@ def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
 
 def _clean(cell: NotebookNode) -> NotebookNode | None:
     """A copy of `cell` without outputs; None for something that is not a cell."""
+    import nbformat
+
     if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
         return None
     cell = copy.deepcopy(cell)
-    cell.setdefault("metadata", NotebookNode())
+    cell.setdefault("metadata", nbformat.NotebookNode())
     if not isinstance(cell.metadata, dict):
-        cell.metadata = NotebookNode()
+        cell.metadata = nbformat.NotebookNode()
     src = cell.get("source", "")
     cell.source = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
     if cell.cell_type == "code":
@@ -186,6 +193,8 @@ def _essential(cell: NotebookNode) -> dict:
 
 
 def _retype(cell: NotebookNode, cell_type: str) -> NotebookNode:
+    import nbformat
+
     if cell_type == "code":
         return nbformat.v4.new_code_cell(cell.source, metadata=cell.metadata, id=cell.get("id"))
     if cell_type == "markdown":

@@ -171,7 +171,7 @@ class Plan:
     cgroup: str | None = None  # the run's cgroup directory (None: no cgroups)
     cgroup_why: str = ""
     threads: int = 1
-    warm_figures: bool = True  # the zygote's warm-up draws a figure (worth it to one that forks many notebooks)
+    warm_many: bool = True  # the zygote forks many notebooks: its warm-up pays what only some use (zygote.exercise)
 
     def zygote_command(self, control_fd: int, seccomp_fd: int | None, passwd_fd: int | None,
                        group_fd: int | None) -> list[str]:
@@ -179,7 +179,7 @@ class Plan:
         code = CODE_MOUNT if self.mode != "none" else str(INSIDE.parent)
         python = [sys.executable, "-s", "-c",  # the collector off from the first import: zygote.main freezes
                   f"import gc; gc.disable(); import sys; sys.path.insert(0, {code!r}); from inside import zygote; "
-                  f"zygote.main({control_fd}, figure={self.warm_figures!r})"]
+                  f"zygote.main({control_fd}, many={self.warm_many!r})"]
         if self.mode == "none":
             return python
         bwrap = shutil.which("bwrap")

@@ -14,6 +14,7 @@ import secrets
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from autograder import config
@@ -45,7 +46,7 @@ class Engine:
     """One grading run over a course directory."""
 
     def __init__(self, course_dir: Path, limits: Limits | None, seed: int | None, workers: int,
-                 scheduler: object = None) -> None:
+                 scheduler: object = None, meanwhile: Callable[[], object] | None = None) -> None:
         self.cfg = config.load(course_dir)
         self.course_dir = self.cfg.root
         default = Limits(cell_seconds=self.cfg.cell_timeout) if self.cfg.cell_timeout else Limits()
@@ -53,6 +54,7 @@ class Engine:
         self.seed = seed if seed is not None else secrets.randbits(62)
         self.workers = max(1, workers)
         self.scheduler = scheduler  # None: local workers; else a Dask Client or scheduler address
+        self.meanwhile = meanwhile  # called once while the workers start
         self.threads = self.limits.threads or max(1, (os.cpu_count() or 1) // self.workers)
         self.judge = JudgeClient(self.limits.wall_factor, self.limits.judge_memory_mb << 20)
         self.preparer = Preparer(self.limits, self.seed, self.judge, self.threads)
@@ -73,10 +75,10 @@ class Engine:
         self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
             cgroups.Parent(None, "no cgroup (no sandbox)")
         self.judge.cgroup = self.cgroup.path  # the judge's memory bound: a cgroup of its own there, else RLIMIT_DATA
-        self.judge.start()  # the judge imports the checks, and the workers start their sandboxes,
-        pool, ready = None, False  # while the gradebook is read
-        try:
+        pool, ready = None, False  # the workers start their sandboxes (the longest start) first, then the judge
+        try:  # imports the checks, while this process reads the gradebook
             pool = self._spawn_pool(min(self.workers, len(todo)), len(todo))
+            self.judge.start()
             from nbgrader.api import Gradebook  # after the start: importing it takes a while
 
             with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
@@ -96,6 +98,7 @@ class Engine:
                     job = self._next(gb) if self.queue and (pool is None or pool.idle()) else None
                     if job is not None:
                         if not ready:
+                            self._while_workers_start()
                             self._ready(pool)
                             ready = True
                         self._dispatch(pool, pool.idle()[0], job)
@@ -112,12 +115,13 @@ class Engine:
 
     def init_message(self, notebooks: int | None = None) -> dict:
         """What every worker needs: its limits, threads, sandbox uids (root), the run's cgroup, and whether its
-        zygote's warm-up draws a figure (not when no worker runs more than one of the run's `notebooks`)."""
+        zygote's warm-up pays for many notebooks (not when no worker runs more than one of the run's `notebooks`:
+        zygote.exercise)."""
         root = os.geteuid() == 0
         return {"limits": self.limits.to_dict(), "threads": self.threads, "root": root,
                 "uid_base": sandbox.fresh_uid_block(self.workers) if root else os.getuid(),
                 "cgroup": self.cgroup.path, "cgroup_why": self.cgroup.why,
-                "warm_figures": notebooks is None or notebooks > self.workers}
+                "warm_many": notebooks is None or notebooks > self.workers}
 
     def _spawn_pool(self, n: int, notebooks: int | None = None):
         """Start the workers for a run of `notebooks` (they warm up in parallel; `_ready` waits for them)."""
@@ -130,6 +134,15 @@ class Engine:
             return DaskPool(self.scheduler, max(1, n), self.init_message(notebooks), self.threads)
         except WorkerError as exc:
             raise EngineError(f"the grading workers cannot start: {exc}") from None
+
+    def _while_workers_start(self) -> None:
+        """The caller's `meanwhile`, once; a failure there is the caller's step's to report, not the run's."""
+        if self.meanwhile is not None:
+            try:
+                self.meanwhile()
+            except Exception:  # noqa: BLE001 - preparation only: the step it prepares fails on its own
+                pass
+            self.meanwhile = None
 
     def _ready(self, pool) -> None:
         try:

@@ -16,11 +16,20 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from nbformat import NotebookNode, from_dict
+from typing import TYPE_CHECKING
 
 from autograder.gradinglog import FIGURE
 from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
+
+if TYPE_CHECKING:  # nbformat is imported at the first output, after a run's sandboxes start
+    from nbformat import NotebookNode
+
+def from_dict(d: dict) -> NotebookNode:
+    """nbformat's `from_dict` (a NotebookNode, recursively)."""
+    import nbformat
+
+    return nbformat.from_dict(d)
+
 
 PIECE_BYTES = 64  # what one output piece costs against the byte cap, besides its text
 

@@ -13,11 +13,13 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from autograder import gradinglog
 from autograder.gradinglog import NotebookLog
+
+if TYPE_CHECKING:  # imported where a graded notebook is written, after the sandboxes start
+    import nbformat
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ def release_checksums(gb, assignment: str, notebook: str) -> dict[str, str]:
 
 def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: NotebookLog) -> None:
     """The autograded notebook and this notebook's entry of grading_log.json, each replaced atomically."""
+    import nbformat
+
     sub.out_dir.mkdir(parents=True, exist_ok=True)
     gradinglog.atomic_write(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.v4.writes(nb).encode())  # no re-validation
     gradinglog.write(sub.out_dir, log)

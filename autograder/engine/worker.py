@@ -122,7 +122,7 @@ def make_plan(init: dict) -> Plan:
     return Plan(mode=mode, uid=int(init["uid"]), network=bool(limits.network),
                 layout=layout(tuple(limits.allow_paths), tuple(limits.hide_paths)) if mode != "none" else layout(),
                 cgroup=init.get("cgroup"), cgroup_why=str(init.get("cgroup_why", "")), threads=int(init["threads"]),
-                warm_figures=bool(init.get("warm_figures", True)))
+                warm_many=bool(init.get("warm_many", True)))
 
 
 def self_test(zygote: Zygote, plan: Plan, slot: int) -> str | None:
@@ -162,7 +162,7 @@ def main(fd: int) -> None:
     report = plan.report() if plan is not None else {}
     protocol.send(fd, {"k": "isolated", "report": report, "error": problem, "zygote_seconds": time.perf_counter() - started,
                        "zygote": {k: hello.get(k) for k in ("import_seconds", "import_failures", "exercise_seconds",
-                                                            "exercise_failures", "environ")}})
+                                                            "exercise_failures", "environ", "dynamo", "font_list")}})
     if problem:
         if zygote is not None:
             zygote.close()

@@ -25,6 +25,27 @@ WARM_MODULES = ("numpy", "torch", "torch.nn", "torch.nn.functional", "matplotlib
 FORBIDDEN = ("solutions", "autograder", "coursenb", "publish", "chapters", "tests")
 
 
+FONT_LISTS = os.path.join(sys.prefix, "share", "attnlab", "matplotlib")  # built by scripts/venv.sh
+
+
+def font_list() -> bool:
+    """Copy matplotlib's font list built with the venv into this sandbox's empty cache (MPLCONFIGDIR); True if
+    copied. Without it matplotlib lists and reads every font again, 0.1 s of each worker's start; a list that
+    names a font this sandbox lacks is rebuilt by matplotlib the first time that font is looked up."""
+    cache = os.environ.get("MPLCONFIGDIR")
+    try:
+        names = [n for n in os.listdir(FONT_LISTS) if n.startswith("fontlist-") and n.endswith(".json")]
+    except OSError:
+        return False
+    if not cache or not names:
+        return False
+    os.makedirs(cache, exist_ok=True)
+    for name in names:
+        with open(os.path.join(FONT_LISTS, name), "rb") as src, open(os.path.join(cache, name), "wb") as dst:
+            dst.write(src.read())
+    return True
+
+
 def warm_up() -> dict:
     """Import the notebooks' stack (and every attnlab module); returns timings and failures."""
     started, failed = time.perf_counter(), {}
@@ -43,18 +64,19 @@ def warm_up() -> dict:
     return {"import_seconds": round(time.perf_counter() - started, 3), "import_failures": failed}
 
 
-def exercise(figure: bool = True) -> dict:
+def exercise(many: bool = True) -> dict:
     """Pay the first-use costs that imports leave for later; returns timings and failures.
 
     Each step runs fixed instructor code on constant inputs (no job data, no global random
-    state, no pyplot figure), so a child inherits warm caches and nothing else: the first
-    `TorchDispatchMode` (torch's Python dispatcher, about 2 s in every child otherwise),
-    the first `scaled_dot_product_attention`, matplotlib's font cache and PNG writer
-    (`figure`), sympy's lazily imported core.
+    state, no pyplot figure), so a child inherits warm caches and nothing else: torch's Python
+    dispatcher and meta kernels as the book's profiler and kernel watch use them, the first
+    `scaled_dot_product_attention` (`kernels`), sympy's lazily imported core (`sympy`).
 
-    Grading draws no figure (`runner.make_shell`), so the figure step saves a notebook that
-    makes figures only a few hundredths of a second, for 0.15-0.3 s here: a zygote that
-    forks one notebook goes without it (`figure=False`).
+    `many` (a zygote that forks many notebooks) adds what only some notebooks use, for 0.5-0.8 s
+    here: `torch._dynamo`, which the first TorchDispatchMode of a notebook's own and every
+    optimizer import (`dynamo`: Chapter 4's optimizer), and a figure written as PNG
+    (`figure`: grading draws none, `runner.make_shell`). A zygote that forks one notebook goes
+    without them: that notebook imports what it uses, as it would anyway.
 
     It runs on one thread: an OpenMP parallel region here would start libgomp's thread
     pool in the zygote, and a forked child that enters a parallel region would then wait
@@ -68,7 +90,7 @@ def exercise(figure: bool = True) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for step in (_dispatch_mode, _figure, _sympy) if figure else (_dispatch_mode, _sympy):
+        for step in (_kernels, _sympy, _dynamo, _figure) if many else (_kernels, _sympy):
             name, started = step.__name__.lstrip("_"), time.perf_counter()
             try:
                 step()
@@ -80,22 +102,41 @@ def exercise(figure: bool = True) -> dict:
     return {"exercise_seconds": timings, "exercise_failures": failed}
 
 
-def _dispatch_mode() -> None:
-    """One attention layer's operations under a TorchDispatchMode, in float64 and float32."""
+def _layer(q):
+    """One attention layer's scores and weights, as the chapters compute them."""
+    import torch
+
+    return torch.einsum("bhtk,bhsk->bhts", q, q).softmax(-1) @ q
+
+
+def _kernels() -> None:
+    """One attention layer through the book's profiler (meta tensors) and kernel watch, in float64 and float32."""
     import torch
     import torch.nn.functional as F
+
+    from attnlab.kernels import attention_backend, largest_tensor
+    from attnlab.profiler import parallel_time
+
+    for dtype in (torch.float64, torch.float32):
+        q = torch.linspace(-1, 1, 24, dtype=dtype).reshape(1, 2, 4, 3)
+        attention_backend(F.scaled_dot_product_attention, q, q, q)
+        largest_tensor(_layer, q)
+        parallel_time(_layer, torch.empty(1, 2, 4, 3, dtype=dtype, device="meta"))
+        F.scaled_dot_product_attention(q[0], q[0], q[0])
+
+
+def _dynamo() -> None:
+    """`torch._dynamo` (about 800 modules), through the first TorchDispatchMode that does not opt out of it."""
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Passthrough(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             return func(*args, **(kwargs or {}))
 
-    for dtype in (torch.float64, torch.float32):
-        q = torch.linspace(-1, 1, 24, dtype=dtype).reshape(1, 2, 4, 3)
-        with Passthrough():
-            F.scaled_dot_product_attention(q, q, q)
-            torch.einsum("bhtk,bhsk->bhts", q, q).softmax(-1)
-        F.scaled_dot_product_attention(q[0], q[0], q[0])
+    q = torch.linspace(-1, 1, 24, dtype=torch.float32).reshape(1, 2, 4, 3)
+    with Passthrough():
+        _layer(q)
 
 
 def _figure() -> None:
@@ -142,17 +183,18 @@ def leaked_modules() -> list[str]:
     return sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
 
 
-def main(control_fd: int, figure: bool = True) -> None:
-    """Warm up (`figure`: see `exercise`), say hello, then fork one child per `fork` frame until the worker
+def main(control_fd: int, many: bool = True) -> None:
+    """Warm up (`many`: see `exercise`), say hello, then fork one child per `fork` frame until the worker
     hangs up."""
     child.prctl(child.PR_SET_DUMPABLE, 0)
     child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)
-    info = warm_up() | exercise(figure)
+    fonts = font_list()
+    info = warm_up() | exercise(many) | {"font_list": fonts}
     shell = runner.make_shell()
     frozen()
     control = socket.socket(fileno=control_fd)
     frames.send(control_fd, {"k": "hello", "pid": os.getpid(), "leaked": leaked_modules(),
-                             "environ": sorted(os.environ), **info})
+                             "environ": sorted(os.environ), "dynamo": "torch._dynamo" in sys.modules, **info})
     while True:
         child.reap()
         try:
