@@ -1,4 +1,4 @@
-"""Which attention kernel a computation ran, and the largest tensor it allocated.
+"""Which attention kernel a computation ran, the largest tensor it allocated, and how long it takes.
 
 PyTorch's ``F.scaled_dot_product_attention`` picks one of several kernels at run time: a
 *fused* one (flash attention, memory-efficient attention or cuDNN on a GPU, a flash kernel on
@@ -20,9 +20,12 @@ Both run ``fn`` once under a ``TorchDispatchMode`` (``OpWatch``), which sees eve
 operation, on any device and on *meta* tensors (shapes without data: the largest tensor of a
 computation far too big to run is measured without allocating it). A view (``view``,
 ``transpose``, ``expand``, ...) shares its input's memory and is not counted as allocated.
+
+``run_times`` is the book's one way of timing a computation (Chapters 1, 6 and 7 plot what it gives).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +33,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["FUSED_KERNELS", "MATH", "OpWatch", "attention_backend", "largest_tensor"]
+__all__ = ["FUSED_KERNELS", "MATH", "OpWatch", "attention_backend", "largest_tensor", "run_times"]
 
 # The aten operation each fused kernel of scaled_dot_product_attention runs, by the kernel's name.
 FUSED_KERNELS = {
@@ -89,3 +92,21 @@ def largest_tensor(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     with OpWatch() as watch:
         fn(*args, **kwargs)
     return watch.largest_numel
+
+
+def run_times(fn: Callable[..., Any], *args: Any, repeats: int = 9, warmup: int = 2) -> list[float]:
+    """Seconds of each of `repeats` runs of fn(*args), after `warmup` runs that are not timed. Kernels run
+    asynchronously on a GPU: once CUDA is in use, each run starts and ends with `torch.cuda.synchronize()`."""
+    for _ in range(warmup):
+        fn(*args)
+    times = []
+    for _ in range(repeats):
+        cuda = torch.cuda.is_initialized()
+        if cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn(*args)
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return times

@@ -63,7 +63,6 @@
 # %%
 import math
 import statistics
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -568,21 +567,7 @@ assert err < 1e-10, f"your self_attention differs from scaled_dot_product_attent
 # parallel region on a shared machine wait for each other's time slices).
 
 # %%
-def timings(fn, *args, repeats: int = 9, warmup: int = 2) -> list[float]:
-    """Seconds of `repeats` runs of fn(*args) after `warmup` runs (synchronising a GPU around each)."""
-    for _ in range(warmup):
-        fn(*args)
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn(*args)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return times
-
+from attnlab.kernels import run_times
 
 H, K, I = 4, 64, 64
 J = H * I
@@ -609,7 +594,7 @@ with torch.no_grad():
         given = {"layer": (M, WQ, WK, WV), "heads": heads, "product": (M, W)}
         for name, (fn, kind) in methods.items():
             kernels[name] = "a matrix product" if kind == "product" else attention_backend(fn, *given[kind])
-            runs[name].append(timings(fn, *given[kind]))
+            runs[name].append(run_times(fn, *given[kind]))
 torch.set_num_threads(all_threads)
 print(f"device {device.type}, dtype {dtype}, C = {C} processors, H={H}, K=I={K}, J={J}")
 for k, T in enumerate(Ts):

@@ -799,20 +799,12 @@ if results:
 # longest, the figures to compare with this expectation <!-- claim: ch6-timing-ratios -->.
 
 # %% tags=["answer-output"]
-def wall_clock(fn, *args, repeats: int = 9, warmup: int = 2) -> tuple[float, float, float]:
-    """(median, fastest, slowest) seconds of fn(*args) over `repeats` runs after `warmup` runs."""
-    for _ in range(warmup):
-        fn(*args)
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn(*args)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    times.sort()
+from attnlab.kernels import run_times
+
+
+def wall_clock(fn, *args) -> tuple[float, float, float]:
+    """(median, fastest, slowest) seconds of fn(*args) over 9 timed runs (`run_times`)."""
+    times = sorted(run_times(fn, *args))
     return times[len(times) // 2], times[0], times[-1]
 
 

@@ -790,7 +790,7 @@ from contextlib import contextmanager
 
 from torch.nn.functional import scaled_dot_product_attention
 
-from attnlab.kernels import MATH, attention_backend
+from attnlab.kernels import MATH, attention_backend, run_times
 
 
 def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causal: bool = False) -> torch.Tensor:
@@ -809,21 +809,6 @@ def attention_by(fn):
         globals()["attention"] = saved
 
 
-def run_times(fn, *args, repeats: int = 7) -> list[float]:
-    """Seconds of `repeats` runs of fn(*args) after one warm-up run (synchronising a GPU around each)."""
-    fn(*args)
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn(*args)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 H, J = 4, 256
 K = J // H
 dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -837,7 +822,7 @@ with torch.no_grad():
         for name in ran:
             with attention_by(attention if name == "your attention" else fused_attention):
                 ran[name] = attention_backend(block, M, timing_params, H, K)
-                block_runs[name].append(run_times(block, M, timing_params, H, K))
+                block_runs[name].append(run_times(block, M, timing_params, H, K, repeats=7, warmup=1))
 if timing_Ts:
     for name in ran:
         print(f"{name}: {ran[name]}")

@@ -55,3 +55,19 @@ def test_the_fused_kernel_never_stores_the_scores() -> None:
     q = torch.randn(1, H, T, d)
     assert largest_tensor(F.scaled_dot_product_attention, q, q, q) < H * T * T // 8
     assert largest_tensor(F.scaled_dot_product_attention, q[0], q[0], q[0]) >= H * T * T
+
+
+def test_run_times_times_each_run_after_the_warm_up() -> None:
+    """`repeats` timings, each of one call, after `warmup` calls that are not timed; nothing else is called."""
+    import time
+
+    calls = []
+
+    def work(x: float) -> None:
+        calls.append(x)
+        time.sleep(0.002)
+
+    times = kernels.run_times(work, 1.5, repeats=4, warmup=3)
+    assert len(times) == 4 and len(calls) == 7 and set(calls) == {1.5}
+    assert all(0.0015 < t < 5 for t in times)
+    assert len(kernels.run_times(work, 2.0)) == 9 and len(calls) == 7 + 11
