@@ -11,10 +11,14 @@ own line (worker start, cells) and the load average; it is not a timed test.
     git worktree add /tmp/base <commit>
     .venv/bin/python benchmarks/bench_regrade.py /tmp/ec/course --student ada --baseline /tmp/base --runs 3
 
-Issue 25.10's "before" is 99fbde0, the last commit before the issue-25 work (978f0fa is its first): it
-grades a course that today's scripts built. On a shared machine the ratio depends on the load (each
-run prints it): under load every process of the command waits for a CPU, and the command's CPU time
-counts more than how its processes overlap.
+Issue 25.10's "before" is 99fbde0, the last commit before the issue-25 work (978f0fa is its first). It
+cannot grade a course of today's chapters (Chapter 1 has graded cells it has no checks for), so the side
+by side runs on a course of 99fbde0's chapters (release and grade the example class from a checkout of
+it); today's chapters are timed on their own course, without --baseline. The notebook matters: one that
+enters a TorchDispatchMode of its own (99fbde0's Chapter 1 did) imports torch._dynamo itself, 0.5 s, which
+a one-notebook sandbox no longer does for every notebook. On a shared machine the ratio depends on the
+load (each run prints it): under load every process of the command waits for a CPU, and the command's
+CPU time counts more than how its processes overlap.
 """
 from __future__ import annotations
 

@@ -26,6 +26,19 @@ from coursenb.chapters import Chapter, select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 
+# ----------------------------------------------------------------------------- threads
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker's torch takes its share of the cores (one each: 2 workers on 2 cores): with
+    every worker's operations spread over all the cores, they waited for each other's time slices
+    (tests/test_answers.py took 91.6 s on a loaded machine, 14.2 s on one thread)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 # ----------------------------------------------------------------------------- order of files
 
 def _file_rank(item: pytest.Item, slow_files: set[str]) -> int:
