@@ -123,7 +123,14 @@ def _local_time(when, course_dir: Path) -> str:
 def cmd_grade(args: argparse.Namespace) -> int:
     """Grade every submitted, not yet graded notebook with the trusted engine (resumable); apply the late
     policy. With --force, grade again what the other options select (one student, one notebook)."""
-    done = Course(args.course).grade(args.assignment, args.student, args.workers, args.force, progress=not args.quiet)
+    import gc
+
+    gc.disable()  # the imports until the sandboxes are up run without the collector: Course.grade turns it on
+    try:
+        done = Course(args.course).grade(args.assignment, args.student, args.workers, args.force,
+                                         progress=not args.quiet)
+    finally:
+        gc.enable()
     _print(describe_summary(done.summary))
     if args.force:
         _print_regrades(done.before, done.after, args)

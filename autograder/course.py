@@ -25,10 +25,11 @@ regions with stubs and removes hidden tests (`init_course`, `release`).
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -516,7 +517,7 @@ class Course:
         before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
         try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
             summary = grade(self.root, assignment=assignment, student=student, workers=workers,
-                            progress=progress, force=force, meanwhile=self._feedback_warm(student, assignment),
+                            progress=progress, force=force, meanwhile=self._while_sandboxes_start(student, assignment),
                             **engine_options)
         except EngineError as exc:
             raise CourseError(str(exc)) from None
@@ -527,12 +528,24 @@ class Course:
                    if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}
         return Graded(summary, before, after, charged, self._refresh_feedback(changed, after))
 
-    def _feedback_warm(self, student: str | None, assignment: str | None):
-        """`feedback.warm` if the run may write pages again (some exist for what it grades), else None."""
+    def _while_sandboxes_start(self, student: str | None, assignment: str | None) -> Callable[[], None]:
+        """What this process prepares while a run's sandboxes start: the feedback pages it may write again (some
+        exist for what it grades: `feedback.warm`), and, if the command turned the collector off for its imports
+        (`autograder grade`: a full collection walked the growing heap again and again, 0.1 s), the collector
+        back on with what they built frozen out of its reach."""
         from autograder import feedback
 
-        pattern = f"{student or '*'}/{assignment or '*'}/*.html"
-        return feedback.warm if any((self.root / "feedback").glob(pattern)) else None
+        pages = any((self.root / "feedback").glob(f"{student or '*'}/{assignment or '*'}/*.html"))
+
+        def prepare() -> None:
+            try:
+                if pages:
+                    feedback.warm()
+            finally:
+                if not gc.isenabled():
+                    gc.freeze()
+                    gc.enable()
+        return prepare
 
     def _refresh_feedback(self, changed: set[tuple[str, str, str]], logs: list | None = None) -> list[Path]:
         """Write again the existing feedback pages of `changed` (student, assignment, notebook): a page never

@@ -7,16 +7,16 @@ an earlier commit: its packages come first on PYTHONPATH, for the workers and th
 alternating the two so that both see the same load. Prints each run's wall time, the engine's
 own line (worker start, cells) and the load average; it is not a timed test.
 
-    bash scripts/grade_example_class.sh /tmp/ec/course --chapters ch1     # a graded course
+    bash scripts/grade_example_class.sh /tmp/ec/course --chapters ch0     # a graded course
     git worktree add /tmp/base <commit>
     .venv/bin/python benchmarks/bench_regrade.py /tmp/ec/course --student ada --baseline /tmp/base --runs 3
 
 Issue 25.10's "before" is 99fbde0, the last commit before the issue-25 work (978f0fa is its first). It
-cannot grade a course of today's chapters (Chapter 1 has graded cells it has no checks for), so the side
-by side runs on a course of 99fbde0's chapters (release and grade the example class from a checkout of
-it); today's chapters are timed on their own course, without --baseline. The notebook matters: one that
-enters a TorchDispatchMode of its own (99fbde0's Chapter 1 did) imports torch._dynamo itself, 0.5 s, which
-a one-notebook sandbox no longer does for every notebook. On a shared machine the ratio depends on the
+grades today's Chapters 0 and 3 (`--chapters ch0`, `--chapters ch3`: the same notebook side by side), not
+today's Chapter 1 (graded cells it has no checks for): that one is timed alone, and 99fbde0's Chapter 1 on a
+course released from a checkout of 99fbde0. The notebook matters: one that enters a TorchDispatchMode of its
+own (99fbde0's Chapter 1 did) imports torch._dynamo itself, 0.5 s, which a one-notebook sandbox no longer
+does for every notebook. On a shared machine the ratio depends on the
 load (each run prints it): under load every process of the command waits for a CPU, and the command's
 CPU time counts more than how its processes overlap.
 """

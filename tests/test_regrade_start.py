@@ -109,3 +109,35 @@ def test_meanwhile_runs_once_and_never_fails_the_run(tmp_path) -> None:
     engine._while_workers_start()
     engine._while_workers_start()
     assert calls == [1]
+
+
+def test_the_command_turns_the_collector_back_on_while_the_sandboxes_start(tmp_path, monkeypatch) -> None:
+    """`autograder grade` imports with the collector off; the preparation the engine calls turns it back on,
+    even when warming the feedback pages fails, and warms them only where a page exists to be written again."""
+    import gc
+
+    from autograder import feedback
+    from autograder.course import Course
+
+    warmed = []
+
+    def warm() -> None:
+        warmed.append(1)
+        raise RuntimeError("a template does not compile")
+
+    monkeypatch.setattr(feedback, "warm", warm)
+    course = Course(tmp_path)
+    page = tmp_path / "feedback" / "ada" / "ch1" / "ch1_parallel_time.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html></html>")
+    assert gc.isenabled()
+    try:
+        gc.disable()
+        with pytest.raises(RuntimeError):
+            course._while_sandboxes_start("ada", None)()
+        assert gc.isenabled() and warmed == [1]
+        course._while_sandboxes_start("grace", "ch1")()  # no page of hers: nothing to warm
+        assert gc.isenabled() and warmed == [1]
+    finally:
+        gc.enable()
+        gc.unfreeze()
