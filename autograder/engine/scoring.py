@@ -24,6 +24,7 @@ from coursenb.cells import SAFE_MIME, hidden_check_names, is_test
 if TYPE_CHECKING:  # nbformat is imported at the first output, after a run's sandboxes start
     from nbformat import NotebookNode
 
+
 def from_dict(d: dict) -> NotebookNode:
     """nbformat's `from_dict` (a NotebookNode, recursively)."""
     import nbformat

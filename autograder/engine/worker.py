@@ -162,7 +162,7 @@ def main(fd: int) -> None:
     report = plan.report() if plan is not None else {}
     protocol.send(fd, {"k": "isolated", "report": report, "error": problem, "zygote_seconds": time.perf_counter() - started,
                        "zygote": {k: hello.get(k) for k in ("import_seconds", "import_failures", "exercise_seconds",
-                                                            "exercise_failures", "environ", "dynamo", "font_list")}})
+                                                            "exercise_failures", "environ")}})
     if problem:
         if zygote is not None:
             zygote.close()
