@@ -1005,13 +1005,14 @@ if depth_Ts:
 # | self-attention, $L$ layers | `ATTENTION_TIME` | `ATTENTION_PATH` |
 #
 # **Problem 6.9 (seed 003).** Fill in the rest of the table, each as an order in `T` and
-# `L` (the two grow independently, as in Section 6.3):
+# `L` (the two grow independently, as in Section 6.3), except `CNN_PATH`, in `T` alone:
 #
 # * `ATTENTION_TIME`: the sequential steps of $L$ self-attention layers in this cost model;
 # * `RNN_PATH`: the path length of the $L$-layer RNN, from word $0$ to the last state of the
 #   top layer;
 # * `CNN_PATH`: the path length of the shallowest stride-2 CNN whose top layer's last output
-#   reads word $0$ (so its $L$ is not free: it is what the sentence requires);
+#   reads word $0$, as an order in $T$ alone (its $L$ is not free: it is what the sentence
+#   requires, so write the answer without $L$);
 # * `ATTENTION_PATH`: the path length of the $L$ self-attention layers.
 #
 # **d2l.ai counts differently.** Its comparison of CNNs, RNNs and self-attention (*Dive into
@@ -1050,7 +1051,7 @@ hidden_check("ch6.RNN_PATH", RNN_PATH)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "cnn_path", "locked": false, "schema_version": 3, "solution": true}
-# An expression in T (and L, if you need it).
+# An expression in T: this CNN's L is what the sentence requires, not a free size.
 ### BEGIN SOLUTION
 CNN_PATH = "log(T)"
 ### END SOLUTION

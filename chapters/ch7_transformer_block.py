@@ -278,8 +278,10 @@ hidden_check("ch7.output_projection", output_projection)
 # The variance divides by $J$, not $J - 1$ (it is the variance of these $J$ numbers, not an
 # estimate of a population's), as `torch.nn.LayerNorm` does; $\epsilon = 10^{-5}$ <!-- given -->
 # keeps the division finite for a constant vector. Each position is normalised on its own:
-# nothing is shared between positions (a batch normalisation would share statistics across
-# the batch, which a language model generating one word at a time does not have).
+# nothing is shared between positions. A batch normalisation would share statistics across
+# the batch (and across positions, for a sequence): its running statistics serve at
+# inference, but while training its statistics are noisy for small or variable batches, and
+# padding and the positions a causal model may not see yet enter them <!-- not a claim: why language models use layer normalisation -->.
 #
 # **Problem 7.4.** Implement `layer_norm(M, gain, shift, eps)`.
 
@@ -381,7 +383,8 @@ hidden_check("ch7.feed_forward", feed_forward)
 # ## 7.6 The block: residual connections and where the normalisation sits
 #
 # A block adds what each part computes to what it read (a **residual connection**), so a
-# block that has learned nothing yet passes its input on unchanged, and the gradient reaches
+# block whose parts output zero passes its input on unchanged (some models initialise the
+# output projections to zero to start that way; `random_weights` does not), and the gradient reaches
 # the first blocks of a deep stack through the additions undamped. There are two ways to
 # place the normalisation. The original Transformer (**post-LN**) normalises after each
 # addition, $\text{LN}(M + \text{part}(M))$. GPT-2 and most models since (**pre-LN**)
@@ -491,8 +494,8 @@ hidden_check("ch7.block", block)
 # `<bos>`, its $T$ words, `<eos>`, and the model predicts every word and the final `<eos>` <!-- not a claim: the set-up -->.
 #
 # The grammar gives the exact probability of every sentence, so the best possible
-# next-word loss is known: the entropy of the grammar per predicted word <!-- not a claim: a definition -->. A model that ignores the context can do no better
-# than the unigram loss (the entropy of the words' frequencies) <!-- not a claim: information theory, a context-free model's best loss -->.
+# next-word loss is known: the entropy of the grammar per predicted word <!-- not a claim: a definition -->. A model that ignores both the context and
+# the position can do no better than the unigram loss (the entropy of the words' frequencies) <!-- not a claim: information theory, the best loss of a model that sees neither the words before nor the position -->.
 #
 # (This cell trains a model with your own functions: run it yourself once Problems 7.1-7.6
 # pass their tests.)
@@ -851,9 +854,10 @@ if timing_Ts:
 # fused kernel as a fraction of the time of the block with your attention <!-- claim: ch7-timing -->: the fraction to read the plot against. The projections and the
 # feed-forward layer do the same work in both blocks and grow like $T$; only attention's
 # $T^2$ part differs, so the fraction can only fall as far as attention's share of the
-# block's time allows <!-- not a claim: what the fraction measures -->. On a GPU the fused
-# kernels need 16-bit floats and 4-D inputs whose last dimension is contiguous, which the
-# stacked projection's outputs are <!-- not a claim: PyTorch's documented requirements -->.
+# block's time allows <!-- not a claim: what the fraction measures -->. The fused kernels
+# need 4-D inputs whose last dimension is contiguous, which the stacked projection's outputs
+# are; on a GPU the flash and cuDNN kernels also need 16-bit floats, while the
+# memory-efficient kernel takes float32 too <!-- not a claim: PyTorch's documented requirements -->.
 
 # %% tags=["solutions-only"]
 if timing_Ts:  # the block's own queries, keys and values reach a fused kernel, on a CPU as on a GPU
