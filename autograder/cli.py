@@ -4,6 +4,7 @@
     autograder example-class [--zip FILE | --to DIR]
     autograder collect SRC [SRC ...]          # a folder (nbgrader submitted/ layout) or an LMS zip
     autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
+    autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN]
     autograder export --format csv|canvas -o FILE [--cells]
@@ -48,14 +49,42 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_deadlines(args: argparse.Namespace) -> int:
     """Show, or set, the due dates and the late policy (the policy block of nbgrader_config.py)."""
-    d = Course(args.course).deadlines(args.due or (), args.timezone, args.late, args.per_day, args.cap, args.grace)
+    course = Course(args.course)
+    if args.extend is None and (args.chapter or args.until or args.by):
+        raise CourseError("--chapter, --until and --by go with --extend STUDENT")
+    if args.extend is not None:
+        own = course.extend(args.extend, args.chapter, args.until, args.by)
+        _print(f"{own.student}'s {own.assignment} is due {_when(own.due, args.course)}"
+               + (f" (the course's due date {_when(own.course_due, args.course)} plus {_span(own.extension)}); "
+                  "kept in nbgrader's gradebook as the submission's extension" if own.extension else
+                  ", the course's due date (no extension)"))
+    d = course.deadlines(args.due or (), args.timezone, args.late, args.per_day, args.cap, args.grace)
     rows = [[a, d.due[a].strftime("%Y-%m-%d %H:%M %Z") if a in d.due else "-"] for a in d.assignments]
     _print(table(["chapter", "due"], rows, title=f"due dates ({d.timezone}){'; updated' if d.changed else ''}"))
     _print(f"late policy: {d.late.describe()}")
+    if d.extensions:
+        _print()
+        _print(table(["student", "chapter", "extension", "due for them"],
+                     [[e.student, e.assignment, _span(e.extension), _when(e.due, args.course)] for e in d.extensions],
+                     title="extensions (autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d)"))
     for m in d.moved:
         _print(f"note: {m.assignment} stays due at the same moment: {m.before} is {m.after} in {d.timezone}; to keep "
                f"its clock time, set it again (--due '{m.assignment}={m.before.rsplit(' ', 1)[0]}')")
     return 0
+
+
+def _when(when, course_dir: Path) -> str:
+    return _local_time(when, course_dir) if when is not None else "no due date"
+
+
+def _span(delta) -> str:
+    """A duration as '2 d', '1 d 12 h', '90 min'."""
+    if not delta:
+        return "none"
+    days, rest = divmod(int(delta.total_seconds()), 86_400)
+    hours, minutes = rest // 3600, rest % 3600 // 60
+    return " ".join([f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)) \
+        or f"{int(delta.total_seconds())} s"
 
 
 # ----------------------------------------------------------------------------- example class
@@ -376,6 +405,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--per-day", help="points lost per started day late: a percentage (10%%) or a fraction (0.1)")
     p.add_argument("--cap", help="the most lateness costs: a percentage (50%%) or a fraction (0.5)")
     p.add_argument("--grace", type=float, metavar="MINUTES", help="this late still counts as on time")
+    p.add_argument("--extend", metavar="STUDENT", help="give one student more time on one chapter (with --chapter and "
+                                                       "--until or --by); kept as nbgrader's extension")
+    p.add_argument("--chapter", metavar="CHAPTER", help="the chapter an extension is for (e.g. ch3)")
+    until = p.add_mutually_exclusive_group()
+    until.add_argument("--until", metavar="DATE", help="the student's own due date, e.g. '2025-02-10 23:00' (the "
+                                                       "course's zone unless it gives an offset; 'none' takes it back)")
+    until.add_argument("--by", metavar="DURATION", help="the extension's length, e.g. 2d, 36h, '1d 12h' (0 takes it back)")
 
     p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
     p.add_argument("--student", help="only this student")

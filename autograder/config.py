@@ -171,7 +171,12 @@ def timezone(name: str) -> dt.tzinfo:
 
 def parse_time(text: str, tz: dt.tzinfo, what: str = "a time") -> dt.datetime:
     """An ISO 8601 date and time ('2025-01-31 23:00', '2025-01-31T23:00+01:00'), in `tz` when it gives no
-    offset, as an aware UTC datetime; ConfigError naming `what` if it is not one."""
+    offset, as an aware UTC datetime; ConfigError naming `what` if it is not one, or gives a day but no time
+    (which would silently mean its first minute)."""
+    if re.fullmatch(r"\s*\d{4}-\d\d-\d\d\s*", text):
+        day = text.strip()
+        raise ConfigError(f"{what} gives a day but no time: {day!r} would mean {day} 00:00, the day's first minute; "
+                          f"write the time, e.g. '{day} 23:59' (or '{day} 00:00' if that is meant)")
     try:
         when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

@@ -25,6 +25,7 @@ regions with stubs and removes hidden tests (`init_course`, `release`).
 """
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import math
 import os
@@ -156,6 +157,7 @@ class Deadlines:
     late: config.LatePolicy
     changed: bool
     moved: list = field(default_factory=list)  # config.Moved: other due dates whose clock time a new zone changed
+    extensions: list = field(default_factory=list)  # record.StudentDue: each student's own due date, where extended
 
 
 @dataclass
@@ -258,6 +260,7 @@ def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> No
 
 
 # ----------------------------------------------------------------------------- the course
+
 
 def fraction(text: str | float, option: str) -> float:
     """'10%' or '0.1' (or 0.1) as 0.1; CourseError naming `option` otherwise (a bare number above 1, such as
@@ -435,8 +438,43 @@ class Course:
             cfg = self.config()
             self._sync_due_dates()
             self._recharge()
+        from autograder.record import extensions
+
         return Deadlines(tz_name, {a: cfg.due[a].astimezone(cfg.timezone) for a in assignments if a in cfg.due},
-                         assignments, cfg.late, changed, moved)
+                         assignments, cfg.late, changed, moved, extensions.every(self.root))
+
+    def extend(self, student: str, assignment: str, until: str | None = None, by: str | None = None):
+        """Give `student` more time on `assignment`: until a moment (`until`, a date and time in the course's zone) or
+        by a duration (`by`: '2d', '36h'); 'none' or '0' takes it back. Kept in the course's record and in nbgrader's
+        `SubmittedAssignment.extension` (formgrader agrees); the late policy is applied again. Returns the student's
+        due date (record.StudentDue)."""
+        import re
+
+        from autograder.grades import gradebook
+        from autograder.record import extensions
+
+        self.require()
+        if not assignment:
+            raise CourseError("--extend needs --chapter chN: the assignment the extension is for")
+        self.require_assignment(assignment)
+        if not re.fullmatch(r"[^\W_][\w.@+-]{0,99}", student or ""):
+            raise CourseError(f"--extend expects a student id (letters, digits, _ . @ + -), got {student!r}")
+        if (until is None) == (by is None):
+            raise CourseError("--extend needs one of --until DATE (e.g. '2025-02-10 23:00') or --by DURATION (e.g. 2d)")
+        cfg = self.config()
+        try:
+            taken_back = (until or "").strip().lower() == "none"
+            given = extensions.Extension(
+                student, assignment,
+                until=config.parse_time(until, cfg.timezone, "--until") if until and not taken_back else None,
+                by=extensions.parse_duration(by) if by is not None else dt.timedelta(0) if taken_back else None)
+            extensions.give(self.root, given, cfg.due.get(assignment))
+        except extensions.ExtensionError as exc:
+            raise CourseError(str(exc)) from None
+        with gradebook(self.root) as gb:
+            extensions.sync(gb, self.root, cfg.due, removed=((assignment, student),))
+        self._recharge()
+        return extensions.due_for(self.root, student, assignment)
 
     def _recharge(self) -> list[Path]:
         """The late policy applied again to what is graded (a penalty depends on the due date and the policy),

@@ -28,6 +28,7 @@ a tab or a carriage return: names, comments, answers) is written with a leading 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import re
 import sys
 from pathlib import Path
@@ -74,8 +75,9 @@ def write_totals(cls: Class, path: Path) -> int:
 
 
 def cls_due(cls: Class, assignment: str):
-    """The due date of `assignment` as the gradebook has it (from any submission), else None."""
-    return next((info.due for (_, a), info in cls.submitted.items() if a == assignment), None)
+    """The course's due date of `assignment` as the gradebook has it (from any submission), else None."""
+    return next((info.due - (info.extension or dt.timedelta(0)) for (_, a), info in cls.submitted.items()
+                 if a == assignment and info.due is not None), None)
 
 
 def write_cells(cls: Class, path: Path) -> int:

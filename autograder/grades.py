@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder import config, course
 from autograder.config import LatePolicy
-from autograder.late import Lateness, as_utc, lateness
+from autograder.late import Lateness, as_utc, lateness, own_due
 
 
 class ResultsError(RuntimeError):
@@ -40,9 +40,10 @@ class Submitted:
     """When one student's assignment was submitted and how late, from the gradebook and collect's record."""
 
     timestamp: dt.datetime | None  # aware, UTC
-    due: dt.datetime | None  # aware, UTC
+    due: dt.datetime | None  # aware, UTC: the student's own due date (the assignment's plus their extension)
     lateness: Lateness
     penalties: dict[str, float]  # notebook -> late_submission_penalty (points)
+    extension: dt.timedelta | None = None  # nbgrader's SubmittedAssignment.extension
 
 
 @dataclass
@@ -190,7 +191,7 @@ def load(course_dir: Path) -> Class:
                     .join(SolutionCell, Comment.cell_id == SolutionCell.id)
                     .filter(Comment.manual_comment.isnot(None)).all()}
         subs = (gb.db.query(Student.id, Assignment.name, SubmittedAssignment.timestamp, Notebook.name,
-                            SubmittedNotebook.late_submission_penalty)
+                            SubmittedNotebook.late_submission_penalty, SubmittedAssignment.extension)
                 .select_from(SubmittedNotebook)
                 .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
                 .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
@@ -204,11 +205,13 @@ def load(course_dir: Path) -> Class:
     cells.sort(key=lambda c: (c.student, _order(c.assignment), c.notebook,
                               position.get((c.assignment, c.notebook, c.grade_id), len(position)), c.grade_id))
     submitted: dict[tuple[str, str], Submitted] = {}
-    for student, a, stamp, nb, pen in subs:
+    for student, a, stamp, nb, pen, extension in subs:
         key = (student, a)
         if key not in submitted:
             lms_late = any(r.lms_late for k, r in records.items() if k.startswith(f"{student}/{a}/"))
-            submitted[key] = Submitted(as_utc(stamp), due.get(a), lateness(as_utc(stamp), due.get(a), lms_late, cfg.late), {})
+            mine = own_due(due.get(a), extension)
+            submitted[key] = Submitted(as_utc(stamp), mine, lateness(as_utc(stamp), mine, lms_late, cfg.late), {},
+                                       extension or None)
         submitted[key].penalties[nb] = float(pen or 0.0)
     return Class(notebooks, cell_max, students, cells, submitted, cfg.late)
 

@@ -1,9 +1,12 @@
 """Late work: how late each submission is, and what the course's policy charges for it.
 
 Lateness comes from the upload time collect kept (nbgrader's `SubmittedAssignment.timestamp`,
-from `timestamp.txt`) and the assignment's due date (`Assignment.duedate`, from the course
-config), with the LMS's own late mark as a floor: an upload the LMS marked late is late even
-when the clocks disagree (zips carry no time zone), and is then charged one started day.
+from `timestamp.txt`) and the student's own due date: the assignment's (`Assignment.duedate`,
+from the course config) plus the student's extension (`SubmittedAssignment.extension`, as
+nbgrader's `total_seconds_late` adds it; `autograder.record.extensions`). The time decides:
+the LMS's own late mark is evidence, used only where nothing can be measured (no upload time
+or no due date: then it is charged one started day), so an upload the LMS marked late before
+the due date moved, or before the student's extension, is on time (and says the LMS marked it).
 A grace period forgives that much lateness: an upload within it is on time in every output
 (gradebook, exports, feedback), which only adds how long after the due date it came. An
 upload with no time (nothing said when: see `autograder.collect`) is on time unless the LMS
@@ -48,17 +51,19 @@ class Lateness:
 
 
 def lateness(uploaded: dt.datetime | None, due: dt.datetime | None, lms_late: bool, policy: LatePolicy) -> Lateness:
-    """The lateness of an upload at `uploaded` for an assignment due at `due` (aware datetimes)."""
+    """The lateness of an upload at `uploaded` for a student due at `due` (aware datetimes, the extension included).
+    The clocks decide; the LMS's late mark only where they cannot (no time or no due date)."""
     seconds = (uploaded - due).total_seconds() if uploaded is not None and due is not None else None
     if seconds is not None and 0 < seconds <= policy.grace.total_seconds():  # forgiven: on time, everywhere
         return Lateness(False, seconds, 0, lms_late, "within the grace period")
     if seconds is not None and seconds > 0:
         return Lateness(True, seconds, math.ceil(seconds / DAY), lms_late)
-    if lms_late:  # the LMS says late, the clocks say not (or cannot say): the LMS wins, one day
-        note = ("the LMS marked it late but its time is not after the due date (time zones?): charged one day"
-                if seconds is not None else "the LMS marked it late; no due date or time to measure it: one day")
-        return Lateness(True, seconds, 1, True, note)
-    return Lateness(False, seconds, 0, False)
+    if seconds is not None:  # before the student's due date: on time, whatever the LMS marked
+        return Lateness(False, seconds, 0, lms_late,
+                        "the LMS marked it late, but it came before the due date that applies" if lms_late else "")
+    if lms_late:  # nothing to measure: the LMS's mark is all there is, one day
+        return Lateness(True, None, 1, True, "the LMS marked it late; no due date or time to measure it: one day")
+    return Lateness(False, None, 0, False)
 
 
 def penalty(policy: LatePolicy, late: Lateness, raw: float, max_score: float) -> float:
@@ -92,6 +97,11 @@ def as_utc(naive_utc: dt.datetime | None) -> dt.datetime | None:
     return naive_utc.replace(tzinfo=dt.UTC) if naive_utc.tzinfo is None else naive_utc
 
 
+def own_due(due: dt.datetime | None, extension: dt.timedelta | None) -> dt.datetime | None:
+    """A student's own due date: the assignment's plus their extension (nbgrader's `SubmittedAssignment.duedate`)."""
+    return due + extension if due is not None and extension else due
+
+
 def sync_due_dates(gb, cfg: CourseConfig) -> list[str]:
     """Write the config's due dates into nbgrader's Assignment.duedate (naive UTC, as nbgrader keeps them);
     returns the assignments changed."""
@@ -115,14 +125,16 @@ def apply(course_dir: Path) -> list[tuple[str, str, str, Lateness, float]]:
     from autograder import config
     from autograder.collect import Manifest
     from autograder.grades import gradebook
+    from autograder.record import extensions
 
     cfg = config.load(course_dir)
     records, _ = Manifest.read(course_dir)
     out = []
     with gradebook(course_dir) as gb:
         sync_due_dates(gb, cfg)
+        extensions.sync(gb, course_dir, cfg.due)
         for sub in gb.db.query(SubmittedAssignment).all():
-            due = cfg.due.get(sub.assignment.name)
+            due = own_due(cfg.due.get(sub.assignment.name), sub.extension)
             for nb in sub.notebooks:
                 record = records.get(f"{sub.student.id}/{sub.assignment.name}/{nb.notebook.name}")
                 late = lateness(as_utc(sub.timestamp), due, bool(record and record.lms_late), cfg.late)

@@ -420,7 +420,8 @@ def test_late_policy_is_what_nbgrader_sees(graded) -> None:
     ("2025-02-01 23:00", False, 1, "1 d late"),
     ("2025-02-01 23:01", False, 2, "1 d late"),
     ("2025-02-15 00:00", False, 15, "14 d 1 h late"),
-    ("2025-01-31 20:00", True, 1, "marked by the LMS"),  # the LMS says late, the clocks disagree: the LMS wins
+    ("2025-01-31 20:00", True, 0, "on time"),  # the LMS says late, the clocks say not: the clocks decide
+    (None, True, 1, "marked by the LMS"),  # nothing to measure: the LMS's mark is all there is
 ])
 def test_lateness_and_penalty(uploaded, lms, expected_days, words) -> None:
     import datetime as dt
@@ -429,7 +430,7 @@ def test_lateness_and_penalty(uploaded, lms, expected_days, words) -> None:
 
     policy = config.late_policy({"kind": "per_day", "per_day": 0.1, "cap": 0.5, "grace_minutes": 15})
     utc = dt.UTC
-    lat = late.lateness(dt.datetime.fromisoformat(uploaded).replace(tzinfo=utc),
+    lat = late.lateness(dt.datetime.fromisoformat(uploaded).replace(tzinfo=utc) if uploaded else None,
                         dt.datetime(2025, 1, 31, 23, 0, tzinfo=utc), lms, policy)
     assert lat.days == expected_days and words in lat.describe()
     assert late.penalty(policy, lat, raw=10, max_score=11) == pytest.approx(min(0.5, 0.1 * expected_days) * 11 if
@@ -444,31 +445,100 @@ def test_bad_late_settings_are_one_line_errors(capsys, graded, tmp_path) -> None
 
     course_dir = fresh(graded, tmp_path)
     config.write_policy_block(course_dir, config.read_policy_block(graded))
-    for argv, words in ((["--due", "ch1=tomorrow"], "not a date"), (["--due", "ch42=2025-01-01"], "ch42"),
+    for argv, *words in ((["--due", "ch1=tomorrow"], "not a date"), (["--due", "ch42=2025-01-01 10:00"], "ch42"),
                         (["--per-day", "150%"], "between 0% and 100%"), (["--cap", "lots"], "percentage"),
-                        (["--timezone", "Mars/Olympus"], "unknown time zone")):
+                        (["--timezone", "Mars/Olympus"], "unknown time zone"),
+                        (["--due", "ch1=2025-02-07"], "gives a day but no time", "2025-02-07 00:00"),
+                        (["--extend", "grace", "--chapter", "ch1", "--until", "2025-02-07"], "gives a day but no time"),
+                        (["--extend", "grace", "--chapter", "ch1", "--by", "2 fortnights"], "duration"),
+                        (["--extend", "grace", "--chapter", "ch1", "--until", "2025-01-30 10:00"], "not after"),
+                        (["--extend", "grace", "--by", "2d"], "--chapter"),
+                        (["--chapter", "ch1", "--by", "2d"], "--extend STUDENT")):
         code, _, err = run(capsys, "deadlines", *argv, "--course", course_dir)
         assert code == 1, argv
-        one_line_error(err, words)
+        one_line_error(err, *words)
     code, out, _ = run(capsys, "deadlines", "--course", course_dir)
     assert code == 0 and "2025-01-31 23:00 UTC" in out and "at most 50%" in out
 
 
 def test_new_deadlines_charge_again_what_is_graded(capsys, graded, tmp_path) -> None:
     """A due date moved after grading: the penalties follow at once (they stayed at the old due date's until the
-    next grading), and a feedback page already written shows the new one."""
+    next grading), and a feedback page already written shows the new one. The LMS's LATE mark is evidence, not the
+    verdict: an upload before the new due date is on time (it stayed 'late (marked by the LMS)', one day)."""
     from autograder import config
 
     course_dir = fresh(graded, tmp_path)
     config.write_policy_block(course_dir, config.read_policy_block(graded))
     assert run(capsys, "feedback", "--student", "grace", "--course", course_dir)[0] == 0
-    code, _, err = run(capsys, "deadlines", "--due", "2025-02-03 12:00", "--course", course_dir)  # after her upload
+    page = (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
+    assert f"late penalty &minus;{num(GRACE_PENALTY)}" in page
+    code, _, err = run(capsys, "deadlines", "--due", "2025-02-02 00:00", "--course", course_dir)  # still before her upload
     assert code == 0, err
-    one_day = min(raw("grace"), 0.1 * TOTAL)  # the LMS marked it late: one day, whatever the clocks say
+    one_day = min(raw("grace"), 0.1 * TOTAL)  # 22 h late: two started days became one
     late_rows = run(capsys, "gradebook", "--course", course_dir)[1].split("late work")[1]
-    assert re.search(rf"grace\s+ch1\s+.*\s{num(raw('grace'))}\s+-{num(one_day)}\s+{num(raw('grace') - one_day)}", late_rows)
+    assert re.search(rf"grace\s+ch1\s+22 h late\s+{num(raw('grace'))}\s+-{num(one_day)}\s+{num(raw('grace') - one_day)}",
+                     late_rows)
     page = (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
     assert f"late penalty &minus;{num(one_day)}" in page
+    code, _, err = run(capsys, "deadlines", "--due", "2025-02-03 12:00", "--course", course_dir)  # after her upload
+    assert code == 0, err
+    out = run(capsys, "gradebook", "--course", course_dir)[1]
+    assert "late work" not in out and "marked by the LMS" not in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.split("\n\n")[0].splitlines()[3:] if line.strip()}
+    assert rows["grace"][:2] == [num(raw("grace"))] * 2
+    page = (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
+    assert "late penalty" not in page
+
+
+def test_an_extension_is_nbgraders_and_ours(capsys, graded, tmp_path) -> None:
+    """`deadlines --extend` is nbgrader's own extension: nbgrader's lateness and every output of ours agree, with it,
+    after it is taken back, and with one set through nbgrader's API alone (before: charged whatever nbgrader said)."""
+    import datetime as dt
+
+    from autograder import config, late
+    from autograder.grades import gradebook
+    from autograder.record import due_for
+
+    course_dir = fresh(graded, tmp_path)
+    config.write_policy_block(course_dir, config.read_policy_block(graded))
+
+    def agree(late_seconds: float, final: float) -> None:
+        with gradebook(course_dir) as gb:
+            assert gb.find_submission("ch1", "grace").total_seconds_late == pytest.approx(late_seconds)
+        out = run(capsys, "gradebook", "--course", course_dir)[1]
+        rows = {line.split()[0]: line.split()[1:] for line in out.split("\n\n")[0].splitlines()[3:] if line.strip()}
+        assert rows["grace"][1] == num(final)
+        assert run(capsys, "export", "-o", tmp_path / "t.csv", "--course", course_dir)[0] == 0
+        by = {r["student_id"]: r for r in csv.DictReader((tmp_path / "t.csv").open())}
+        assert (by["grace"]["score"], by["grace"]["late"]) == (num(final), "yes" if late_seconds else "no")
+
+    code, out, err = run(capsys, "deadlines", "--extend", "grace", "--chapter", "ch1", "--by", "3d", "--course", course_dir)
+    assert code == 0, err
+    assert "grace's ch1 is due 2025-02-03 23:00 UTC" in out and re.search(r"grace\s+ch1\s+3 d\s+2025-02-03 23:00", out)
+    agree(0, raw("grace"))
+    assert by_due(due_for(course_dir, "grace", "ch1")) == "2025-02-03 23:00"
+    assert run(capsys, "feedback", "--student", "grace", "--course", course_dir)[0] == 0
+    assert "late penalty" not in (course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html").read_text()
+
+    code, _, err = run(capsys, "deadlines", "--extend", "grace", "--chapter", "ch1", "--until", "2025-02-02 21:00",
+                       "--course", course_dir)
+    assert code == 0, err
+    one_day = min(raw("grace"), 0.1 * TOTAL)
+    agree(3600, raw("grace") - one_day)  # an hour after her own due date: one started day
+
+    assert run(capsys, "deadlines", "--extend", "grace", "--chapter", "ch1", "--by", "0", "--course", course_dir)[0] == 0
+    agree(47 * 3600, GRACE_FINAL)
+    assert due_for(course_dir, "grace", "ch1").extension is None
+
+    with gradebook(course_dir) as gb:  # nbgrader's own API, as formgrader's users do
+        gb.grant_extension("ch1", "grace", days=3)
+    late.apply(course_dir)  # what every grading and manual import does
+    agree(0, raw("grace"))
+    assert due_for(course_dir, "grace", "ch1").extension == dt.timedelta(days=3)
+
+
+def by_due(own) -> str:
+    return own.due.strftime("%Y-%m-%d %H:%M")
 
 
 def test_release_keeps_the_course_policy(capsys, graded, tmp_path) -> None:
