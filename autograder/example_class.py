@@ -348,7 +348,7 @@ def grade_prose(csv_in: Path, csv_out: Path) -> int:
     reductions, half for another answer, a comment each); returns the rows scored."""
     import csv
 
-    from autograder.export import neutral, unquote
+    from autograder.export import unquote, write_csv
 
     with Path(csv_in).open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
@@ -363,8 +363,5 @@ def grade_prose(csv_in: Path, csv_out: Path) -> int:
         row["comment"] = ("Right: the reductions set the time." if good else
                           "Which operation has to wait for many inputs? Look at the sums.")
         scored += 1
-    with Path(csv_out).open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows([[neutral(unquote(r.get(c) or "")) for c in header] for r in rows])
+    write_csv(csv_out, header, [[unquote(r.get(c) or "") for c in header] for r in rows])
     return scored

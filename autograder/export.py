@@ -21,14 +21,19 @@ assignment's name, starts with it (`ch1 Parallel time`), or holds its notebook's
 assignment left without an id is a warning (Canvas would match its title or create a new
 assignment). Any file can be written to standard output (`-o -`).
 
-Every cell that a spreadsheet could take for a formula (starting with `=`, `+`, `-`, `@`,
-a tab or a carriage return: names, comments, answers) is written with a leading `'`
-(OWASP's advice for CSV injection); `unquote` undoes it when a CSV comes back.
+Every CSV autograder writes goes through `write_csv`: every field quoted, and every place in a
+field where a spreadsheet could start a cell that it takes for a formula neutralised (`neutral`):
+the field's start, and each point after a comma, semicolon, tab or line break (LibreOffice and
+Excel split on whichever separator the reader picked, `;` in many locales, and a quoted field is
+split too when the reader's separator is not ours), then any blanks and quotes, where `=`, `+`,
+`-` or `@` follows, gets a `'` before it (OWASP's advice for CSV injection, for each piece the
+cell can be cut into). `unquote` undoes it exactly when a CSV comes back.
 """
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import re
 import sys
 from pathlib import Path
@@ -36,7 +41,11 @@ from pathlib import Path
 from autograder.grades import Class
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Where a spreadsheet can start a cell (a field's start, or after a separator it may split on), then blanks and
+# quotes it may drop, then the apostrophes a neutralised piece already has, then a character that starts a formula.
+# Linear: each alternative consumes a different class, and a match ends at the formula character.
+_PIECE = re.compile(r"(^|[,;\t\r\n])([\s\"]*)('*[=+\-@])")
+_NEUTRALISED = re.compile(r"(^|[,;\t\r\n])([\s\"]*)'('*[=+\-@])")
 READ_ONLY = "(read only)"
 
 
@@ -45,14 +54,15 @@ def _num(x: float) -> str:
 
 
 def neutral(value: object) -> str:
-    """A CSV cell no spreadsheet runs as a formula."""
+    """A CSV cell no spreadsheet runs as a formula, however it splits it: a `'` before every formula character that
+    starts a piece (after blanks and quotes)."""
     text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    return _PIECE.sub(r"\1\2'\3", text)
 
 
 def unquote(text: str) -> str:
-    """The inverse of `neutral` for a cell read back."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+    """The inverse of `neutral`, for a cell read back."""
+    return _NEUTRALISED.sub(r"\1\2\3", text)
 
 
 def write_totals(cls: Class, path: Path) -> int:
@@ -70,7 +80,7 @@ def write_totals(cls: Class, path: Path) -> int:
                      "" if late is None else ("yes" if late.late else "no"),
                      "" if late is None or not late.late or late.seconds is None or late.seconds <= 0
                      else f"{late.seconds / 86400:.2f}"])
-    return _write(path, ["student_id", "assignment", "notebook", "score", "max_score", "status", "raw_score",
+    return write_csv(path, ["student_id", "assignment", "notebook", "score", "max_score", "status", "raw_score",
                          "late_penalty", "due", "submitted_at", "late", "days_late"], rows)
 
 
@@ -85,7 +95,7 @@ def write_cells(cls: Class, path: Path) -> int:
     rows = [[c.student, c.assignment, c.notebook, c.grade_id, "" if c.score is None else _num(c.score),
              _num(c.max_score), "manual" if c.manual else "auto" if c.score is not None else "", c.comment or ""]
             for c in cls.cells]
-    return _write(path, ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
+    return write_csv(path, ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "graded_by",
                          "comment"], rows)
 
 
@@ -110,7 +120,7 @@ def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = Non
             extra += ["" if missing else _num(t.raw_score), "" if missing else _num(t.penalty),
                       t.lateness.describe() if t.lateness and not missing else ""]
         rows.append([name, info.get("lms_user_id") or "", "", "", ""] + scores + extra)
-    return _write(path, header, rows) - 1
+    return write_csv(path, header, rows) - 1
 
 
 def _stamp(when) -> str:
@@ -125,10 +135,9 @@ def canvas_ids_from_gradebook(path: Path, notebooks: dict[str, list[str]]) -> tu
     """({assignment: Canvas assignment id}, a note per assignment not found) from a gradebook CSV exported from
     Canvas; ExportError for a file that is not one or a column that two assignments (or one, twice) claim."""
     try:
-        with Path(path).open(newline="", encoding="utf-8-sig") as f:
-            header = next(csv.reader(f), [])
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ExportError(f"cannot read the Canvas gradebook {path} ({type(exc).__name__})") from None
+        header = read_csv(path, expect="Student")[0]
+    except CsvError as exc:
+        raise ExportError(f"the Canvas gradebook: {exc}") from None
     if len(header) < 2 or "Student" not in header[0] or "ID" not in header[1]:
         raise ExportError(f"{path} is not a gradebook exported from Canvas (its header starts "
                           f"{', '.join(header[:2]) or 'with nothing'}; Canvas's starts Student, ID)")
@@ -152,18 +161,56 @@ def canvas_ids_from_gradebook(path: Path, notebooks: dict[str, list[str]]) -> tu
     return ids, notes
 
 
-def _write(path: Path, header: list[str], rows: list[list]) -> int:
-    """Write the CSV to `path` ('-': standard output); returns the rows written (header not counted)."""
-    if str(path) == "-":
-        writer = csv.writer(sys.stdout)
+ENCODINGS = ("utf-8-sig", "cp1252")  # what we write (a BOM if a tool added one), then what Excel saves as "CSV" on Windows
+
+
+def read_csv(path: Path | str, expect: str) -> tuple[list[str], list[list[str]], str]:
+    """(header, rows, encoding) of a CSV a person may have saved from a spreadsheet: UTF-8 (with or without a BOM),
+    else Windows-1252 (Excel's "CSV" on Windows); separated by `,`, else by whichever of `;` and tab gives a header
+    that has the column `expect` (Excel in a `;` locale). CsvError with what to do for anything else."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CsvError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    for encoding in ENCODINGS:
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise CsvError(f"cannot read {path}: it is neither UTF-8 nor Windows-1252 text; save it again from the "
+                       "spreadsheet as CSV UTF-8 (comma delimited)")
+    if "\x00" in text:
+        raise CsvError(f"cannot read {path}: it holds NUL characters (saved as UTF-16 or a binary sheet?); save it "
+                       "again from the spreadsheet as CSV UTF-8 (comma delimited)")
+    first = text.split("\n", 1)[0]
+    delimiter = next((d for d in (",", ";", "\t") if expect in next(csv.reader([first], delimiter=d), [])), ",")
+    try:
+        table = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except csv.Error as exc:
+        raise CsvError(f"cannot read {path} as CSV ({exc})") from None
+    return (table[0] if table else []), table[1:], encoding
+
+
+class CsvError(ValueError):
+    """A CSV that cannot be read (a user-facing sentence)."""
+
+
+def write_csv(path: Path | str, header: list[str], rows: list[list]) -> int:
+    """The one CSV writer of autograder: every field quoted and `neutral`, UTF-8, to `path` ('-': standard output);
+    returns the rows written (header not counted)."""
+    def write(f) -> None:
+        writer = csv.writer(f, quoting=csv.QUOTE_ALL)
         writer.writerow([neutral(h) for h in header])
         writer.writerows([[neutral(x) for x in row] for row in rows])
+
+    if str(path) == "-":
+        write(sys.stdout)
         sys.stdout.flush()
         return len(rows)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow([neutral(h) for h in header])
-        writer.writerows([[neutral(x) for x in row] for row in rows])
+        write(f)
     return len(rows)

@@ -15,7 +15,6 @@ unchanged since the export), and one bad row applies nothing and is named with i
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,7 +192,7 @@ def export(course_dir: Path, out_dir: Path, assignment: str | None = None) -> tu
                      f"{a.question.points:g}", "" if score is None else f"{score:g}", comment or "",
                      "yes" if a.responded else "no", a.sha256, a.text])
     path = out_dir / "manual_grades.csv"
-    csvout._write(path, COLUMNS, rows)
+    csvout.write_csv(path, COLUMNS, rows)
     return path, pages, len(rows)
 
 
@@ -213,19 +212,17 @@ class Row:
 def read_rows(course_dir: Path, path: Path) -> list[Row]:
     """Every line of the CSV that sets a score or a comment, checked; ManualError listing every bad line."""
     try:
-        with Path(path).open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            header = reader.fieldnames or []
-            lines = list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ManualError(f"cannot read {path}: {exc}") from None
+        header, table, _ = csvout.read_csv(path, expect="grade_id")
+    except csvout.CsvError as exc:
+        raise ManualError(str(exc)) from None
+    lines = [(k, dict(zip(header, row))) for k, row in enumerate(table, start=2) if any(x.strip() for x in row)]
     missing = [c for c in ("assignment", "notebook", "grade_id", "student", "score") if c not in header]
     if missing:
         raise ManualError(f"{path} has no column {', '.join(missing)} (export one with `autograder manual export`)")
     known = {(a.question.assignment, a.question.notebook, a.question.grade_id, a.student): a
              for a in answers(course_dir)}
     rows, problems, seen = [], [], {}
-    for k, raw in enumerate(lines, start=2):
+    for k, raw in lines:
         value = {c: csvout.unquote((raw.get(c) or "").strip()) for c in header if c}
         key = (value["assignment"], value["notebook"], value["grade_id"], value["student"])
         where = f"line {k} ({'/'.join(key[2:])})"

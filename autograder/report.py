@@ -330,7 +330,7 @@ def write_tables(out_dir: Path, tables: dict[str, tuple[list[str], list[list[obj
     written = []
     for name, (headers, rows) in tables.items():
         path = out_dir / f"{name}.csv"
-        export._write(path, headers, [[_cell(x) for x in row] for row in rows])
+        export.write_csv(path, headers, [[_cell(x) for x in row] for row in rows])
         written.append(path)
     images = [{"name": p.name, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
               for p in plots if p.suffix == ".png" and p.is_file()]

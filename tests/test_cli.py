@@ -589,13 +589,26 @@ def test_export_canvas_matches_canvas_importer_rules(capsys, graded, tmp_path) -
 
 
 def test_csv_cells_never_start_a_formula(tmp_path) -> None:
+    """Issue 32.2: no piece of any cell starts a formula, whichever separator the spreadsheet splits on; `unquote`
+    gives back exactly what was written (on main, ';=cmd' and a tab before '=1+2' were formulas read with ; or tab)."""
+    import random
+
     from autograder import export
+    from tests.adversarial.outputs import SPREADSHEET, formula_cells
 
     for evil in ("=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1", "\r=1"):
-        assert export.neutral(evil) == "'" + evil and export.unquote(export.neutral(evil)) == evil
+        assert export.neutral(evil).lstrip("\t\r").startswith("'") and export.unquote(export.neutral(evil)) == evil
     assert export.neutral("ada") == "ada" and export.unquote("'quoted'") == "'quoted'"
-    export._write(tmp_path / "x.csv", ["student", "comment"], [["=evil()", "-1 for units"]])
-    assert (tmp_path / "x.csv").read_text().splitlines()[1] == "'=evil(),'-1 for units"
+    export.write_csv(tmp_path / "x.csv", ["student", "comment"], [["=evil()", "-1 for units"], *([x, x] for x in SPREADSHEET)])
+    text = (tmp_path / "x.csv").read_text()
+    assert text.splitlines()[1] == '"\'=evil()","\'-1 for units"'  # every field quoted
+    assert formula_cells(text) == []
+    back = [export.unquote(row[1]) for row in export.read_csv(tmp_path / "x.csv", "comment")[1]]
+    assert back == ["-1 for units", *SPREADSHEET]
+    rng = random.Random(0)  # the inverse is exact on any text, neutralised pieces and apostrophes included
+    for _ in range(2000):
+        text = "".join(rng.choice("ab'\"=+-@,; \t\r\n") for _ in range(rng.randrange(12)))
+        assert export.unquote(export.neutral(text)) == text, repr(text)
 
 
 def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:

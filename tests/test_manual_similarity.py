@@ -19,11 +19,13 @@ import pytest
 from autograder import cli, course, example_class, gradinglog, manual, pages, similarity
 from autograder.gradinglog import CellLog, NotebookLog
 from coursenb.chapters import select
+from tests.adversarial import outputs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type")
 CHAPTER = select(["ch1"])[0]
 NB = CHAPTER.notebook
-HOSTILE = "=HYPERLINK(\"http://evil\") <script>alert(1)</script> L*T"
+# mallory's prose answer: a formula, a script, and every spreadsheet and math attack of tests/adversarial/outputs
+HOSTILE = "\n\n".join(["=HYPERLINK(\"http://evil\") <script>alert(1)</script> L*T", *outputs.SPREADSHEET, *outputs.MATH])
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +103,7 @@ def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected,
         ("0", manual.NO_RESPONSE)
     assert rows["barbara"]["answer"].startswith("The sums: a layer costs L*T")
     assert rows["mallory"]["answer"].startswith("'=HYPERLINK")  # no formula in the instructor's spreadsheet
+    assert outputs.formula_cells(exported.read_text(encoding="utf-8")) == []  # however it is split (issue 32.2)
     page = (course_dir / "manual" / f"ch1_{example_class.PROSE_ID}.html").read_text()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; L*T" in page
     assert "L*(log T + log J) with a tree, so the *reductions*" in page and "In your own words" in page
@@ -162,6 +165,28 @@ def test_import_duplicates_and_missing_columns_are_refused(collected, tmp_path) 
     with pytest.raises(manual.ManualError, match="no column assignment"):
         manual.import_scores(course_dir, tmp_path / "cols.csv")
     assert rows
+
+
+def test_a_csv_saved_by_excel_imports(collected, tmp_path) -> None:
+    """Issue 33.5: a TA's CSV saved by Excel in Windows-1252 with `;` separators (a French locale) imports, its
+    comments as written; UTF-16 is refused with what to do, not a codec traceback (on main: UnicodeDecodeError)."""
+    from autograder.grades import gradebook
+
+    course_dir = copy(collected, tmp_path)
+    path, _, _ = manual.export(course_dir, tmp_path / "m")
+    rows = rows_of(path)
+    for r in rows:
+        r["score"], r["comment"] = r["score"] or "1", "Très bien – à revoir : €"
+    for name, encoding in (("excel.csv", "cp1252"), ("utf16.csv", "utf-16")):
+        with (tmp_path / name).open("w", newline="", encoding=encoding) as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter=";")
+            writer.writeheader()
+            writer.writerows(rows)
+    assert len(manual.import_scores(course_dir, tmp_path / "excel.csv")) == len(rows)
+    with gradebook(course_dir) as gb:
+        assert gb.find_comment(example_class.PROSE_ID, NB, "ch1", "alan").manual_comment == "Très bien – à revoir : €"
+    with pytest.raises(manual.ManualError, match="save it again from the spreadsheet as CSV UTF-8"):
+        manual.import_scores(course_dir, tmp_path / "utf16.csv")
 
 
 # ----------------------------------------------------------------------------- similarity

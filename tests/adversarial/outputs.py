@@ -1,0 +1,45 @@
+"""Attacks on what the instructor's tools write from student text, not on the grader: spreadsheets and pages.
+
+`SPREADSHEET`: one-line prose (an answer, a name, a comment) that a spreadsheet runs as a formula once it
+splits the CSV on a separator other than ours (LibreOffice with `;` or tab ticked, Excel in a `;`
+locale): the formula starts a piece after the separator, after blanks or a quote. `formula_cells`
+reads a CSV every way a spreadsheet may split it and returns the pieces that start a formula.
+
+`MATH`: prose whose math latex2mathml turns into attributes a page must not carry: `\\style` (a fixed
+box over the whole page), `\\href` (a link), and the attributes MathML itself allows that do the same.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+SPREADSHEET = (
+    "The sums;=cmd|' /C calc'!A0",
+    "reductions\t=1+2",
+    "a line\n+SUM(1,2)",
+    'quoted;"=1+1"',
+    "after a comma, @SUM(A1)",
+    "spaces;  -2+3",
+    "=HYPERLINK(\"http://evil\",\"click\")",
+)
+
+FORMULA = ("=", "+", "-", "@")
+
+
+def formula_cells(text: str) -> list[str]:
+    """The pieces of CSV `text` that start a formula (after blanks and quotes) when read with `,`, `;` or tab as the
+    separator, with the CSV's quoting or with none (a naive split of each line)."""
+    found = []
+    for sep in (",", ";", "\t"):
+        pieces = [x for row in csv.reader(io.StringIO(text, newline=""), delimiter=sep) for x in row]
+        pieces += [x for line in text.splitlines() for x in line.split(sep)]
+        found += [x for x in pieces if x.lstrip(" \t\r\n\"").startswith(FORMULA)]
+    return found
+
+
+COVER = r"\style{position:fixed;top:0;left:0;width:100%;height:100%;background:#fff;z-index:2147483647}"
+MATH = (
+    rf"${COVER}{{\text{{every answer on this page is graded already}}}}$",
+    r"$\href{https://evil.example/steal}{\text{see the solution}}$",
+    r"$\mathcolor{red}{x}$ and $$\style{font-size:900px}{y}$$",
+)
