@@ -496,15 +496,15 @@ hidden_check("ch1.PARALLEL_TIME_LOG", PARALLEL_TIME_LOG)
 #
 # Depth is what an ideal machine with unlimited processors would see. A real device has a
 # fixed number $C$ of processors, and Brent's bound says that a computation runs on it in
-# time at most $\text{work}/C + \text{depth}$. <!-- not a claim: Brent's theorem --> A layer's work (Problem 1.5) grows like $T^2$
-# once $T$ is large, so on a CPU with a few cores the work term dominates and the
-# wall-clock grows like $T^2$; <!-- claim: ch1-growth --> on a GPU that growth only appears once the layer's work
+# time at most $\text{work}/C + \text{depth}$. <!-- not a claim: Brent's theorem --> A layer's work (Problem 1.5) grows
+# faster than its depth as $T$ grows, so on a CPU with a few cores the work term dominates and the
+# wall-clock grows as the work does; <!-- claim: ch1-growth --> on a GPU that growth only appears once the layer's work
 # exceeds what its cores do at once. This section times one layer, then measures its work
 # and its memory against your answers to Problem 1.5.
 #
 # PyTorch's `scaled_dot_product_attention` computes the middle of a layer, from the per-head
 # queries, keys and values to $V$. It has several kernels: a *math* kernel that does what
-# your einsums do (it stores the $T\times T$ scores of every head), and *fused* kernels
+# your einsums do (it stores the scores $s[h,t,t']$), and *fused* kernels
 # (flash attention, memory-efficient attention, cuDNN on a GPU; a flash kernel on the CPU)
 # that stream over the keys and never store the scores. A fused kernel runs only on 4-D
 # inputs $[B, H, T, K]$ whose last dimension is contiguous in memory; on 3-D inputs every
@@ -612,8 +612,6 @@ if Ts:
         q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in runs[name]))
         ax.errorbar(Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
                     marker="o", capsize=3, label=f"{name}: {kernels[name]} ran")
-    last = statistics.median(runs["self_attention (einsum)"][-1])
-    ax.plot(Ts, [last * (T / Ts[-1]) ** 2 for T in Ts], "k--", alpha=0.5, label=r"$\propto T^2$")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length T")
@@ -624,8 +622,8 @@ if Ts:
     plt.show()
 
 # %% [markdown]
-# On a CPU the einsum and math curves bend towards the $T^2$ line: with a handful of cores
-# the machine is bound by the work, not by the depth. The projections' work grows only like
+# On a CPU the einsum and math curves steepen as $T$ grows: with a handful of cores
+# the machine is bound by the work, not by the depth <!-- claim: ch1-growth -->. The projections' work grows only like
 # $T$, so at small $T$ they are most of your layer's time, and at large $T$ the scores and
 # the weighted average take over <!-- claim: ch1-growth -->. The fused kernel does the same work as the math kernel
 # without writing the scores out, which saves memory traffic. The run above prints, for the
@@ -637,8 +635,8 @@ if Ts:
 # at each $T$ above: on a GPU the allocator's peak while it runs
 # (`torch.cuda.max_memory_allocated`, above what was allocated before), on a CPU the
 # largest tensor it allocates (`attnlab.kernels.largest_tensor`) <!-- not a claim: what is measured -->. The run prints how each
-# grew over the last doubling of $T$: your layer's by about four times, as its scores have
-# $T^2$ entries per head, the fused kernel's by about two, as it never stores them <!-- claim: ch1-memory-growth -->. (This cell measures your own `self_attention`: run it
+# grew over the last doubling of $T$: your layer's more than the fused kernel's, as it stores the
+# scores, which the fused kernel never does <!-- claim: ch1-memory-growth -->. (This cell measures your own `self_attention`: run it
 # yourself.)
 
 # %% tags=["answer-output"]

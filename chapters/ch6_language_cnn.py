@@ -1085,7 +1085,8 @@ hidden_check("ch6.ATTENTION_PATH", ATTENTION_PATH)
 # accident of the weights). `path_lengths(units, X)` counts the fewest units on a chain,
 # one per unit that computes a position. The RNN is written on its grid of states, inputs
 # in rows $0$ to $T - 1$ and layer $\ell$'s states after them, one unit per wavefront
-# (the CELL of layer $\ell$ at position $t$ runs at step $\ell - 1 + t$), so each CELL on a chain counts
+# (a CELL runs at the first step at which both its inputs exist: the state before it in its
+# layer and the state below it), so each CELL on a chain counts
 # once. The CNN is your `conv_stride2`, on sentences exactly as long as $r_L$ (one top
 # output); the attention layers are PyTorch's `scaled_dot_product_attention` of one head,
 # and their sequential steps are the profiler's depth (Section 6.7). (This cell measures

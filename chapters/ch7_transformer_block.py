@@ -784,7 +784,7 @@ if doublings:
 # Last, the wall-clock time of the whole block (no mask) against $T$ on the active device,
 # twice: with your `attention`, and with `torch.nn.functional.scaled_dot_product_attention`
 # in its place, on 4-D inputs $[1, H, T, K]$ so that PyTorch may pick a fused kernel (which
-# never stores the $T \times T$ scores); a fused kernel runs here, on a CPU as on a GPU <!-- claim: ch7-fused -->. Everything else is the same block. The legend
+# never stores the scores); a fused kernel runs here, on a CPU as on a GPU <!-- claim: ch7-fused -->. Everything else is the same block. The legend
 # names the kernel PyTorch ran, found by `attnlab.kernels.attention_backend`. Each point is
 # the median of repeated runs, the bars the middle half of the runs.
 
@@ -852,8 +852,8 @@ if timing_Ts:
 # %% [markdown]
 # The run above prints which kernel ran and, at each $T$, the time of the block with the
 # fused kernel as a fraction of the time of the block with your attention <!-- claim: ch7-timing -->: the fraction to read the plot against. The projections and the
-# feed-forward layer do the same work in both blocks and grow like $T$; only attention's
-# $T^2$ part differs, so the fraction can only fall as far as attention's share of the
+# feed-forward layer do the same work in both blocks; only attention's part differs, so the
+# fraction can only fall as far as attention's share of the
 # block's time allows <!-- not a claim: what the fraction measures -->. The fused kernels
 # need 4-D inputs whose last dimension is contiguous, which the stacked projection's outputs
 # are; on a GPU the flash and cuDNN kernels also need 16-bit floats, while the

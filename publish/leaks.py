@@ -27,6 +27,11 @@ kit's source (`attnlab/`, as the release zip ships it). It is searched four ways
   chapter's code sets (`J = 64`, `for K, J in [(3, 8), ...]`), and each value of at least
   `MIN_VALUE` that the chapter's public source does not write itself is searched for in
   the chapter's outputs.
+* **Parts of symbolic answers stated in prose.** From where a chapter's prose first names a
+  symbolic answer (its problem) on, a sentence may not state the answer's order in one size when
+  it is more than linear (`its scores have T² entries per head`), one of its terms in several sizes,
+  or the whole answer in the sizes' index letters (`runs at step ℓ − 1 + t` for `T + L`), however
+  prose spells an order (`T²`, `T^2`, `T squared`). Worked examples before the problem are free.
 * **Outputs computed from a value answer.** A cell of the student edition that names a
   value answer of its chapter (`PARALLEL_TIME_SERIAL`, `params_separate`, in code or in a
   string) and still has outputs shows what the answer produces: a plot's legend is an image,
@@ -678,6 +683,9 @@ def audit(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], files: int
 
     # fragments of equation answers in the kit: a right-hand side, one line, an index form
     hits += kit_fragments(docs, sources, checks)
+
+    # a part of a symbolic answer stated in the prose that follows its problem
+    hits += order_statements(docs, checks)
     return findings
 
 
@@ -704,6 +712,112 @@ def answer_outputs(docs: list[Doc], names: dict[str, set[str]], figures: Figures
 def _defines(code: str, names: list[str]) -> bool:
     """Whether `code` is where the answers are written (the stub cell itself), not where they are used."""
     return all(re.search(rf"^(def\s+{re.escape(n)}\b|{re.escape(n)}\s*=)", code, re.M) for n in names)
+
+
+# ---------------------------------------------------------------- parts of symbolic answers stated in prose
+
+# How prose spells an order: T², T squared, T^{2}; the minus sign; and the index letter of each size (the CELL of
+# layer ℓ at position t runs at step ℓ - 1 + t: the index form of T + L).
+_SPELLINGS = [(re.compile(r"\s*\bsquared\b"), "^2"), (re.compile(r"\s*\bcubed\b"), "^3"),
+              (re.compile("[\u2212\u2013]"), "-"), (re.compile(r"\\ell\b|ℓ"), " ell ")]
+INDEX_OF = {"T": "t", "L": "ell", "J": "j", "K": "k", "H": "h", "I": "i", "X": "x", "Y": "y"}
+_INDEX_SUM = re.compile(r"(?<![\w\\])(?:ell|[a-z])(?:\s*[-+]\s*(?:ell|[a-z]|\d+))+(?![\w(\[])")
+
+
+def answer_parts(reference: str, variables: tuple[str, ...]) -> dict[object, str]:
+    """The parts of a symbolic answer that a sentence can give away without stating the whole answer:
+    {sympy expression: what it is}. Its order in one size when that is more than linear (`T^2` of
+    `T^2*J + T*J^2`) and each of its terms in two or more sizes (`T^2*J`)."""
+    import sympy
+
+    from attnlab.symbolic import parse_answer
+
+    expr = sympy.expand(parse_answer(reference, list(variables)))
+    parts: dict[object, str] = {}
+    terms = [t.as_coeff_Mul()[1] for t in sympy.Add.make_args(expr)]
+    for v in variables:
+        symbol = sympy.Symbol(v, positive=True)
+        degree = max((sympy.degree(t, symbol) if t.is_polynomial(symbol) else 0) for t in terms)
+        if degree >= 2:
+            parts[symbol ** degree] = f"its order in {v}"
+    for term in terms:
+        if len(term.free_symbols) >= 2 and len(terms) > 1:
+            parts[term] = f"its term {term}"
+    return parts
+
+
+def _spelled(text: str) -> str:
+    """`text` with prose's spellings of orders written as the answer language writes them."""
+    for pattern, replacement in _SPELLINGS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _index_form(candidate: str, variables: tuple[str, ...]) -> str | None:
+    """`candidate` (`ell - 1 + t`) with each size's index letter read as the size (`L - 1 + T`), when it uses
+    the index letters of two or more of `variables` and no other name; else None."""
+    letters = {INDEX_OF[v]: v for v in variables if v in INDEX_OF}
+    names = set(re.findall(r"[A-Za-z]+", candidate))
+    if len(names) < 2 or not names <= letters.keys() or "+" not in candidate:
+        return None
+    return re.sub(r"[A-Za-z]+", lambda m: letters[m.group()], candidate)
+
+
+def following_prose(docs: list[Doc], name: str, chapter: str) -> dict[str, str]:
+    """The prose of `chapter` from where it first names answer `name` (its problem) on, per file:
+    {file: text}. Worked examples before the problem may use the same orders for other things."""
+    texts: dict[str, list[str]] = {}
+    for doc in docs:
+        if doc.chapter == chapter and doc.kind == "prose":
+            texts.setdefault(doc.where.split(" cell ")[0], []).append(doc.text)
+    out = {}
+    for where, parts in texts.items():
+        text = "\n".join(parts)
+        start = re.search(rf"\b{re.escape(name)}\b", text)
+        if start:
+            out[where] = text[start.start():]
+    return out
+
+
+def order_statements(docs: list[Doc], checks: dict) -> list[str]:
+    """Sentences of the student edition that state part of a symbolic answer in the prose from its problem on:
+    its order in one size (`its scores have T² entries per head`), one of its terms, or the whole answer in
+    the sizes' index letters (`runs at step ℓ − 1 + t`)."""
+    import sympy
+
+    from attnlab.symbolic import parse_answer
+    from autograder.checks.base import AnswerCheck
+
+    hits = []
+    for qualified, check in checks.items():
+        if not isinstance(check, AnswerCheck) or "=" in check.reference:
+            continue
+        chapter, _, name = qualified.partition(".")
+        variables = tuple(check.variables)
+        parts = answer_parts(check.reference, variables)
+        for where, text in following_prose(docs, name, chapter).items():
+            text = _spelled(text)
+            for candidate in sorted(candidates(text) | set(_INDEX_SUM.findall(text))):
+                index = _index_form(candidate, variables)
+                if index is not None:
+                    with contextlib.suppress(Exception):
+                        if _judge(qualified, index)[0]:
+                            hits.append(f"{where}: {' '.join(candidate.split())!r} after the problem is {qualified} in the sizes' "
+                                        "index letters")
+                    continue
+                if not parts or not identifiers(candidate) <= set(variables) | set("".join(variables)):
+                    continue
+                try:
+                    value = parse_answer(candidate, list(variables))
+                except Exception:  # noqa: BLE001 - not an expression in the answer's sizes
+                    continue
+                if not isinstance(value, sympy.Expr):
+                    continue
+                for part, what in parts.items():
+                    ratio = sympy.simplify(value / part)
+                    if not ratio.free_symbols and ratio.is_positive:
+                        hits.append(f"{where}: {candidate!r} after the problem is {what} of {qualified}")
+    return sorted(set(hits))
 
 
 # ---------------------------------------------------------------- fragments of equation answers (the kit)

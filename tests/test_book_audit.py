@@ -269,3 +269,50 @@ def test_a_value_answer_that_never_returns_does_not_stop_the_audit() -> None:
     assert leaks._within(5.0, layers, 16, 3) == 4  # 1 + 2 * (2^4 - 1) = 31 words after 4 layers
     with pytest.raises(leaks._TooSlow):
         leaks._within(0.2, layers, 16, 1)
+
+
+# ---------------------------------------------------------------- parts of symbolic answers stated in prose (35.2)
+
+# Sentences the student edition once held (issue 35), each stating part of a graded answer: planted back after
+# the problem, each is found; the release as it is states none.
+PLANTED_SENTENCES = {
+    "ch1.SCORES_MEMORY": "your layer's memory grows by about four times, as its scores have $T^2$ entries per head.",
+    "ch1.LAYER_WORK": "A layer's work (Problem 1.5) grows like $T^2$ once $T$ is large.",
+    "ch6.RNN_TIME": "the CELL of layer $\\ell$ at position $t$ runs at step $\\ell - 1 + t$, so each CELL counts once.",
+    "ch6.RNN_PATH": "the CELL of layer ℓ at position t runs at step ℓ−1+t.",
+    "ch7.BLOCK_WORK": "The projections grow like $T$; only attention's $T^2$ part differs.",
+}
+
+
+def _planted(sources: dict[str, nbformat.NotebookNode], question: str, sentence: str) -> list[Doc]:
+    """The release notebooks with `sentence` in a markdown cell right after the problem that names `question`."""
+    chapter, _, name = question.partition(".")
+    docs = []
+    for ch in select():
+        release = cells.release(sources[ch.assignment])
+        if ch.assignment == chapter:
+            at = next(k for k, c in enumerate(release.cells) if c.cell_type == "markdown" and name in c.source)
+            release.cells.insert(at + 1, nbformat.v4.new_markdown_cell(sentence))
+        docs += leaks.notebook_docs(release, f"release/{ch.notebook}.ipynb")
+    return docs
+
+
+@pytest.mark.parametrize("question", sorted(PLANTED_SENTENCES))
+def test_a_sentence_stating_part_of_an_answer_is_found(question: str, sources) -> None:
+    hits = leaks.order_statements(_planted(sources, question, PLANTED_SENTENCES[question]), CHECKS)
+    assert any(f"{question} " in h or h.endswith(question) for h in hits), (question, hits)
+
+
+def test_the_release_states_no_part_of_an_answer_after_its_problem(sources) -> None:
+    """The worked examples before a problem may use the same orders (Chapter 1's all pairs: $T^2$ numbers)."""
+    docs = _release_docs(sources)
+    assert any("$T^2$ numbers" in d.text for d in docs if d.where.startswith("release/ch1")), "the worked example"
+    assert not leaks.order_statements(docs, CHECKS)
+    pages = [Doc(d.where, d.text, "prose", d.chapter) for d in docs]  # a built page shows the code as text
+    assert not leaks.order_statements(pages, CHECKS)
+
+
+def test_answer_parts_are_orders_in_one_size_and_terms_in_several() -> None:
+    parts = set(map(str, leaks.answer_parts("T^2*J + T*J^2", ("T", "J")).values()))
+    assert parts == {"its order in T", "its order in J", "its term J*T**2", "its term J**2*T"}, parts
+    assert not leaks.answer_parts("L*log(T)", ("L", "T")), "a single term, linear in each size: only the judge's"
