@@ -12,6 +12,8 @@
     autograder similarity [--assignment chN]
     autograder report
     autograder gradebook
+    autograder serve [--host H] [--port P] [--workers N] [--scheduler tcp://HOST:PORT]   # the submission service
+    autograder tokens issue [--student ID ...] [--instructor] [-o tokens.csv] | revoke ID | list
 
 Every subcommand takes --course DIR (default ./course). A user error prints one line on
 stderr and exits non-zero. Each command is one call of `autograder.course.Course` and a
@@ -157,7 +159,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     gc.disable()  # the imports until the sandboxes are up run without the collector: Course.grade turns it on
     try:
         done = Course(args.course).grade(args.assignment, args.student, args.workers, args.force,
-                                         progress=not args.quiet)
+                                         progress=not args.quiet,
+                                         **({"scheduler": args.scheduler} if args.scheduler else {}))
     finally:
         gc.enable()
     _print(describe_summary(done.summary))
@@ -350,6 +353,46 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- the submission service
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the submission service on this course until interrupted (autograder/service)."""
+    from autograder.service import serve
+
+    Course(args.course).require()
+    serve.run(args.course, args.host, args.port, args.workers, args.scheduler, args.accept_only,
+              args.forwarded_allow_ips)
+    return 0
+
+
+def cmd_tokens(args: argparse.Namespace) -> int:
+    """Issue, revoke or list the service's sign-in tokens (stored hashed; shown once, in a CSV for a mail merge)."""
+    from autograder.service import tokens
+
+    Course(args.course).require()
+    if args.action == "issue":
+        try:
+            issued = tokens.issue(args.course, args.student, args.instructor, args.again)
+        except tokens.TokenError as exc:
+            raise CourseError(str(exc)) from None
+        if not issued:
+            _print("every student already has a live token (--again replaces them)")
+            return 0
+        out = Path(args.output or args.course / "service" / "tokens.csv")
+        tokens.write_csv(issued, out, args.server or "")
+        _print(f"issued {len(issued)} token(s): {', '.join(i.who for i in issued[:10])}"
+               f"{' ...' if len(issued) > 10 else ''}")
+        _print(f"they are in {out} (readable by you only; the service keeps only their hashes): mail-merge it, "
+               "then delete it")
+    elif args.action == "revoke":
+        n = tokens.revoke(args.course, args.who)
+        _print(f"revoked {n} token(s) of {args.who}; their sessions ended")
+    else:
+        _print(table(["who", "role", "issued (UTC)", "revoked (UTC)"], tokens.listing(args.course),
+                     title="tokens (hashes only are stored)"))
+    return 0
+
+
 # ----------------------------------------------------------------------------- plumbing
 
 def parser() -> argparse.ArgumentParser:
@@ -396,6 +439,7 @@ def parser() -> argparse.ArgumentParser:
                    help="grade again what is selected, even if graded (e.g. --student ada --assignment ch1); "
                         "earlier gradings stay in the grading log's history")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the notebooks on this Dask scheduler's workers")
 
     p = add("deadlines", cmd_deadlines, "show or set due dates and the late policy")
     p.add_argument("--due", action="append", metavar="[CHAPTER=]DATE",
@@ -447,6 +491,31 @@ def parser() -> argparse.ArgumentParser:
                    help="code found in more than this fraction of the students' submissions (and in more than 2 "
                         "students' at least: 0.25 of 40 students is more than 10 students) is common and not compared; "
                         "identical and nearly identical submissions are reported whatever it says (default 0.25)")
+
+    p = add("serve", cmd_serve, "run the submission service (students upload, results at once)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: behind a TLS reverse proxy)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    p.add_argument("--workers", type=int, default=2, help="grading workers (default 2)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="grade on this Dask scheduler's workers")
+    p.add_argument("--accept-only", action="store_true", help="accept and queue uploads, grade nothing yet")
+    p.add_argument("--forwarded-allow-ips", default="127.0.0.1",
+                   help="the reverse proxy's address, whose X-Forwarded-* headers are trusted (default 127.0.0.1)")
+
+    p = sub.add_parser("tokens", help="sign-in tokens of the submission service",
+                       description="sign-in tokens of the submission service")
+    actions = p.add_subparsers(dest="action", required=True, metavar="issue | revoke | list")
+    q = actions.add_parser("issue", parents=[common], help="new tokens, in a CSV for a mail merge")
+    q.set_defaults(fn=cmd_tokens)
+    q.add_argument("--student", nargs="+", metavar="ID", help="these students (default: every one without a token)")
+    q.add_argument("--instructor", action="store_true", help="one instructor token (the status page)")
+    q.add_argument("--again", action="store_true", help="replace live tokens (the old ones stop working)")
+    q.add_argument("-o", "--output", help="the CSV (default COURSE/service/tokens.csv)")
+    q.add_argument("--server", help="the service's URL, written in the CSV's server column")
+    q = actions.add_parser("revoke", parents=[common], help="revoke a student's tokens ('instructor': those)")
+    q.set_defaults(fn=cmd_tokens)
+    q.add_argument("who", help="student id, or 'instructor'")
+    q = actions.add_parser("list", parents=[common], help="who has which token, issued and revoked when")
+    q.set_defaults(fn=cmd_tokens)
 
     add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
     add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")

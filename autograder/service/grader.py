@@ -1,0 +1,137 @@
+"""The service's grader: one thread that takes the queue and grades it by `Course.grade`, the path of
+`autograder grade` (the same engine, sandbox, judge, gradebook, late policy and feedback refresh).
+
+Each round takes every queued attempt (a student has at most one pending: the service refuses a
+second), puts each attempt's bytes back in submitted/ (a restart may have stopped between the
+upload's two copies), and grades what changed in one engine run, so uploads that arrive together
+share the run's workers. An attempt's result is its grading log when the log's checksum is the
+attempt's; an attempt the engine could not grade is tried again (three gradings at most, a grader
+that stopped the server included), then reported failed with the upload kept.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import gradinglog
+from autograder.service.store import Attempt, Store, now
+
+MAX_TRIES = 3
+FAILED = ("the grader could not grade this upload (it was tried {tries} times); your file is kept and the "
+          "instructor can see this error; you may upload again")
+
+
+@dataclass
+class Status:
+    """What the instructor's status page shows about the grader."""
+
+    started_at: float = field(default_factory=time.time)
+    rounds: int = 0
+    graded: int = 0
+    grading: list[str] = field(default_factory=list)  # attempt ids in the current round
+    last_round_s: float | None = None
+    workers: int = 0
+    worker_start_s: float | None = None
+    errors: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
+
+    def error(self, what: str) -> None:
+        self.errors.appendleft((now().strftime("%Y-%m-%d %H:%M:%S UTC"), what))
+
+
+class Grader:
+    """Grades the store's queue in a background thread until `stop`."""
+
+    def __init__(self, course_dir: Path, store: Store, workers: int = 2, scheduler: str | None = None,
+                 accept_only: bool = False) -> None:
+        self.course_dir = Path(course_dir)
+        self.store = store
+        self.workers = workers
+        self.scheduler = scheduler
+        self.accept_only = accept_only
+        self.status = Status(workers=workers)
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        resumed = self.store.resume()
+        if resumed:
+            self.status.error(f"resumed {resumed} upload(s) whose grading a stop interrupted")
+        if self.accept_only:
+            return
+        self.thread = threading.Thread(target=self._loop, name="autograder-service-grader", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        if self.thread is not None:
+            self.thread.join(timeout=600)
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            batch = []
+            while (a := self.store.next_queued()) is not None:
+                batch.append(a)
+            if not batch:
+                self.wake.wait(5.0)
+                self.wake.clear()
+                continue
+            try:
+                self.round(batch)
+            except Exception as exc:  # noqa: BLE001 - the service outlives any one round
+                self.status.error(f"round of {len(batch)} upload(s) failed: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+                self._requeue_or_fail(batch, f"{type(exc).__name__}: {exc}")
+                self.stopping.wait(2.0)
+
+    def round(self, batch: list[Attempt]) -> None:
+        """Grade `batch` (attempts marked grading) through `Course.grade`; record each one's result."""
+        from autograder.course import Course, CourseError
+
+        started = time.perf_counter()
+        self.status.grading = [a.id for a in batch]
+        for a in batch:  # the attempt's bytes are in submitted/ (again: a stop may have come between the copies)
+            data = self.store.upload_path(a.id, a.student, a.assignment).read_bytes()
+            self.store.place(a.student, a.assignment, a.notebook, data, a.received_at)
+        one = batch[0] if len(batch) == 1 else None
+        error = None
+        try:
+            done = Course(self.course_dir).grade(one.assignment if one else None, one.student if one else None,
+                                                 workers=self.workers, force=False, progress=False,
+                                                 **({"scheduler": self.scheduler} if self.scheduler else {}))
+            self.status.worker_start_s = getattr(done.summary, "worker_start_s", None)
+        except CourseError as exc:
+            error = str(exc)
+            self.status.error(f"grading stopped: {error}")
+        left = []
+        for a in batch:
+            log = gradinglog.read(self.course_dir / "autograded" / a.student / a.assignment, a.notebook)
+            if log is not None and log.submission_sha256 == a.sha256:
+                self.store.finish(a.id, log.to_dict(), None)
+                self.status.graded += 1
+            else:
+                left.append(a)
+        if left:
+            why = error or "the engine could not grade it"
+            for a in left:
+                self.status.error(f"upload {a.id} ({a.student}/{a.assignment}) not graded: {why}")
+            self._requeue_or_fail(left, why)
+        self.status.rounds += 1
+        self.status.grading = []
+        self.status.last_round_s = time.perf_counter() - started
+
+    def _requeue_or_fail(self, batch: list[Attempt], why: str) -> None:
+        for a in batch:
+            current = self.store.attempt(a.id)
+            if current is None or current.state != "grading":
+                continue
+            if current.tries >= MAX_TRIES:
+                self.store.finish(a.id, None, FAILED.format(tries=current.tries))
+            else:
+                with self.store.tx() as db:
+                    db.execute("UPDATE attempts SET state = 'queued' WHERE id = ? AND state = 'grading'", (a.id,))

@@ -1,0 +1,160 @@
+"""What a result shows: one model (`Shown`) that the page and `attnlab.submit` both render, at the tier the
+instructor chose for the chapter and the moment (before the due date, after it, once published)."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from autograder import config, late
+from autograder.service.settings import Settings
+from autograder.service.store import Attempt, Store, now
+
+PHASES = {"before_due": "before the due date", "after_due": "after the due date", "after_published": "grades published"}
+
+
+@dataclass(frozen=True)
+class CellShown:
+    grade_id: str
+    passed: bool
+    sentence: str
+    score: float | None  # None: not shown at this tier, or left for the instructor (manual grading)
+    max_score: float | None
+    manual: bool = False
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One attempt as its student may see it now."""
+
+    id: str
+    assignment: str
+    state: str  # queued, grading, done, failed
+    received: str
+    tier: str  # nothing, cells, points
+    phase: str
+    later: str  # what a later phase will show, in words ("" when nothing more will)
+    cells: tuple[CellShown, ...] = ()
+    score: float | None = None
+    max_score: float | None = None
+    penalty: float | None = None
+    lateness: str = ""
+    message: str = ""  # why it could not be run or graded
+    due: str = ""
+    attempts_left: int = 0
+    limits: str = ""
+    counts: str = ""
+    queue_position: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def phase(settings: Settings, assignment: str, due: dt.datetime | None, when: dt.datetime) -> str:
+    if assignment in settings.published:
+        return "after_published"
+    return "after_due" if due is not None and when > due else "before_due"
+
+
+def _later(settings: Settings, assignment: str, current: str) -> str:
+    show = settings.show_for(assignment)
+    order = ["before_due", "after_due", "after_published"]
+    rank = {"nothing": 0, "cells": 1, "points": 2}
+    now_rank = rank[getattr(show, current)]
+    for p in order[order.index(current) + 1:]:
+        tier = getattr(show, p)
+        if rank[tier] > now_rank:
+            what = "each graded cell's pass or fail" if tier == "cells" else "each graded cell and its points"
+            return f"{what}, {PHASES[p]}" if p != "after_published" else f"{what}, once the instructor publishes grades"
+    return ""
+
+
+def attempts_used(store: Store, settings: Settings, student: str, assignment: str, when: dt.datetime) -> list[Attempt]:
+    """The attempts that count against the limit: accepted in the window and not lost to a grader failure."""
+    since = when - dt.timedelta(hours=settings.window_hours)
+    return [a for a in store.attempts(student, assignment) if a.received_at > since and a.state != "failed"]
+
+
+def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student: str, assignment: str) -> Attempt | None:
+    """The attempt that counts for the grade: the last on-time graded one (the last at all when none is on time),
+    or the best, as service.toml's `final` says."""
+    due = cfg.due.get(assignment)
+    done = [a for a in store.attempts(student, assignment) if a.state == "done" and a.result]
+    if not done:
+        return None
+    if settings.final == "best":
+        return max(done, key=lambda a: (a.result.get("score", 0), a.seq))
+    on_time = [a for a in done if due is None or a.received_at <= due]
+    return (on_time or done)[0]
+
+
+def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt, when: dt.datetime | None = None) -> Shown:
+    """Attempt `a` at the tier its chapter shows at `when` (now)."""
+    when = when or now()
+    due = cfg.due.get(a.assignment)
+    ph = phase(settings, a.assignment, due, when)
+    tier = getattr(settings.show_for(a.assignment), ph)
+    used = attempts_used(store, settings, a.student, a.assignment, when)
+    counted = counting(store, settings, cfg, a.student, a.assignment)
+    attempts = {x.id: n for n, x in enumerate(reversed(store.attempts(a.student, a.assignment)), 1)}
+    base = dict(id=a.id, assignment=a.assignment, state=a.state, tier=tier, phase=PHASES[ph],
+                later=_later(settings, a.assignment, ph),
+                received=a.received_at.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M:%S %Z"),
+                due=due.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if due else "no due date",
+                attempts_left=max(0, settings.attempts - len(used)), limits=settings.describe(),
+                counts=f"attempt {attempts[counted.id]} of {len(attempts)}" if counted else "none graded yet")
+    lateness = late.lateness(a.received_at, due, False, cfg.late)
+    base["lateness"] = lateness.describe() if due else ""
+    if a.pending:
+        queued = [x.id for x in store.pending()]
+        return Shown(**base, queue_position=queued.index(a.id) + 1 if a.id in queued else None)
+    if a.state == "failed":
+        return Shown(**base, message=a.error or "not graded")
+    log = a.result or {}
+    if tier == "nothing":
+        return Shown(**base)
+    cells = []
+    for c in log.get("cells", []):
+        manual = c.get("score") is None
+        cells.append(CellShown(str(c.get("grade_id")), bool(c.get("passed")),
+                               "left for the instructor to grade" if manual else str(c.get("reason", "")),
+                               c.get("score") if tier == "points" else None,
+                               c.get("max_score") if tier == "points" else None, manual))
+    extra = {}
+    if tier == "points":
+        raw, top = float(log.get("score", 0.0)), float(log.get("max_score", 0.0))
+        extra = dict(score=raw, max_score=top, penalty=late.penalty(cfg.late, lateness, raw, top))
+    return Shown(**base, **extra, cells=tuple(cells), message=str(log.get("error") or ""),
+                 notes=tuple(str(n) for n in log.get("notes", [])))
+
+
+def as_text(s: Shown) -> str:
+    """The result as plain text (what `python -m attnlab.submit` prints; the page shows the same)."""
+    lines = [f"{s.assignment}: upload {s.id}, received {s.received}" + (f" ({s.lateness})" if s.lateness else "")]
+    if s.state in ("queued", "grading"):
+        where = f", number {s.queue_position} in the queue" if s.queue_position else ""
+        lines.append(f"status: {s.state}{where}")
+    elif s.state == "failed":
+        lines.append(f"status: not graded: {s.message}")
+    else:
+        lines.append("status: graded")
+        if s.tier == "nothing":
+            lines.append(f"results are not shown {s.phase}")
+        if s.message:
+            lines.append(f"the notebook could not be run: {s.message}")
+        for n in s.notes:
+            lines.append(f"note: {n}")
+        for c in s.cells:
+            mark = "manual" if c.manual else "PASS" if c.passed else "FAIL"
+            pts = f" {c.score:g}/{c.max_score:g}" if c.score is not None and c.max_score is not None else ""
+            lines.append(f"  {mark:6} {c.grade_id}{pts}: {c.sentence}")
+        if s.score is not None:
+            pen = f", late penalty -{s.penalty:g}" if s.penalty else ""
+            lines.append(f"score: {s.score:g}/{s.max_score:g}{pen}")
+    if s.later:
+        lines.append(f"shown later: {s.later}")
+    lines.append(f"due: {s.due}; attempts left: {s.attempts_left}; counts: {s.counts}")
+    lines.append(f"limits: {s.limits}")
+    return "\n".join(lines)
