@@ -15,8 +15,12 @@ autograded cell also has hidden checks, which run only when the notebook is grad
 other inputs, against the reference, in the grader's own process). A notebook that passes
 here can still lose points on them; one that fails here will.
 
-Exit status: 0 when every visible check ran and passed, every answer is written and no cell
-raised an error ("Ready to submit"), 1 otherwise, 2 when the notebook cannot be read.
+A notebook stamped by its release (`attnlab.release`) whose locked or test cells are not that
+release's is named (RELEASE) and never "Ready to submit": its checks are not the ones it will be
+graded with.
+
+Exit status: 0 when every visible check ran and passed, every answer is written, no cell
+raised an error and the tests are its release's ("Ready to submit"), 1 otherwise, 2 when the notebook cannot be read.
 """
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from attnlab import release
 
 # The grader's per-cell limit (nbgrader's Execute.timeout in the course's configuration).
 CELL_TIMEOUT = 120
@@ -226,14 +232,16 @@ def _points(x: float) -> str:
 
 
 def summary(found: list[CellReport], command: str = "python -m attnlab.validate NOTEBOOK.ipynb",
-            stopped: str | None = None) -> tuple[str, bool]:
+            stopped: str | None = None, mismatch: str | None = None) -> tuple[str, bool]:
     """The report's text, and whether the notebook is ready to submit (every visible check ran and passed,
-    every answer written, no error). `command` runs the skipped checks; `stopped`: why the run stopped early."""
+    every answer written, no error, its tests those of its release). `command` runs the skipped checks;
+    `stopped`: why the run stopped early; `mismatch`: why its tests are not its release's (attnlab.release)."""
     tests = [r for r in found if r.kind == "test"]
     manual = [r for r in found if r.kind == "manual"]
     passed = [r for r in tests if r.status == "PASS"]
     skipped = [r for r in tests if r.status == "SKIPPED"]
     lines = [f"  ERROR   {stopped}"] if stopped else []
+    lines += [f"  RELEASE {mismatch}"] if mismatch else []
     for r in found:
         what = f"{r.name} ({_points(r.points)})" if r.kind in ("test", "manual") else r.name
         if r.status == "PASS":
@@ -259,9 +267,11 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
                      + "; ".join(f"{r.name} ({_points(r.points)}, in {r.where})" for r in manual) + ".")
     if not tests:
         lines.append("This notebook has no visible tests: is it a chapter notebook of the course?")
-    ok = bool(tests) and len(passed) == len(tests) and not stopped and \
+    ok = bool(tests) and len(passed) == len(tests) and not stopped and not mismatch and \
         not any(r.status in ("ERROR", "TODO") for r in found)
-    if ok:
+    if mismatch and not ok:
+        lines.append("Not ready: the visible checks above are not those of this notebook's release (see RELEASE).")
+    elif ok:
         lines.append("Ready to submit: every visible check ran and passed. Keep the file name.")
     elif skipped and not stopped and not any(r.status in ("ERROR", "TODO", "FAIL") for r in found):
         lines.append(f"Not ready: {len(skipped)} visible check{'s' if len(skipped) > 1 else ''} did not run; "
@@ -297,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - an unreadable notebook or a kernel that cannot start
             print(f"{path}: could not be run: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
-        text, ok = summary(report(executed, args.timeout), f"python -m attnlab.validate {path.name}", stopped)
+        text, ok = summary(report(executed, args.timeout), f"python -m attnlab.validate {path.name}", stopped,
+                           release.mismatch(json.loads(path.read_text(encoding="utf-8"))))
         print(text)
         print(f"({time.perf_counter() - start:.0f} s)")
         status = status or (0 if ok else 1)

@@ -118,15 +118,20 @@ def _venv_bin_on_path() -> None:
 
 
 def release(course_dir: Path, names: Iterable[str] | None = None) -> list[Path]:
-    """nbgrader generate_assignment for each chapter; returns the release notebooks."""
+    """nbgrader generate_assignment for each chapter, each release stamped and kept (autograder.record.releases);
+    returns the release notebooks."""
     course_dir = Path(course_dir).resolve()
     api = nbgrader_api(course_dir)
+    from autograder.record import releases
+
     out = []
     for ch in chapters.select(names):
         result = api.generate_assignment(ch.assignment, force=True, create=True)
         if not result["success"]:
             raise CourseError(f"nbgrader could not release {ch.assignment}: {_last_error(result)}\n{result.get('log', '')[-3000:]}")
-        out.append(course_dir / "release" / ch.assignment / f"{ch.notebook}.ipynb")
+        student = course_dir / "release" / ch.assignment / f"{ch.notebook}.ipynb"
+        releases.keep(course_dir, ch.assignment, course_dir / "source" / ch.assignment / f"{ch.notebook}.ipynb", student)
+        out.append(student)
     return out
 
 
@@ -257,6 +262,17 @@ def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> No
             conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
     finally:
         conn.close()
+
+
+def _collect(course_dir: Path, sources: list[Path], **options):  # -> collect.CollectResult
+    """collect.collect, then the release of each notebook it placed recognised (a note for another release's)."""
+    from autograder import collect
+    from autograder.record import releases
+
+    result = collect.collect(course_dir, sources, **options)
+    result.notes += releases.record_collected(course_dir, [(p.student, p.assignment, p.notebook, p.entry.origin)
+                                                           for p, _ in result.placed])
+    return result
 
 
 # ----------------------------------------------------------------------------- the course
@@ -514,8 +530,7 @@ class Course:
 
         self.require()
         try:
-            result = self.bounded("collect", collect.collect, self.root, list(sources), pattern=pattern,
-                                  file_times=file_times)
+            result = self.bounded("collect", _collect, self.root, list(sources), pattern=pattern, file_times=file_times)
         except collect.CollectError as exc:
             raise CourseError(str(exc)) from None
         self._register_students(result.students)

@@ -787,3 +787,60 @@ def test_a_bounded_step_from_a_process_with_threads_starts_clean(tmp_path) -> No
     finally:
         stop.set()
         helper.join()
+
+
+# ----------------------------------------------------------------------------- releases
+
+def _answered(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student notebook `release` with every answer written as the source's (a careful student's work)."""
+    import copy
+
+    answers = {cells.grade_id(c): c.source for c in source.cells if cells.is_solution(c)}
+    nb = copy.deepcopy(release)
+    for c in nb.cells:
+        if cells.is_solution(c) and cells.grade_id(c) in answers:
+            c.source = answers[cells.grade_id(c)]
+    return nb
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
+def test_an_old_release_is_warned_at_collect_and_graded_by_its_own(capsys, released, tmp_path) -> None:
+    """A course released, its text changed (a setup cell defines a new name that a test cell now calls), released
+    again: a careful student's notebook of the first release is named at collect and graded by its own release's
+    test cells, full marks (today's test cells in it raised NameError: ONLY_TODAY, and lost that cell)."""
+    from attnlab import release as stamps
+    from autograder import course as course_mod
+    from autograder.record import releases
+
+    course_dir = fresh(released, tmp_path)
+    src_path = course_dir / "source" / "ch1" / f"{NB}.ipynb"
+    first = nbformat.read(course_dir / "release" / "ch1" / f"{NB}.ipynb", as_version=4)
+    old = _answered(first, nbformat.read(src_path, as_version=4))
+    v1 = stamps.stamp(first)["version"]
+    assert stamps.checksum(first) == stamps.stamp(first)["checksum"]
+
+    source = nbformat.read(src_path, as_version=4)
+    setup = next(c for c in source.cells if c.cell_type == "code" and "nbgrader" not in c.metadata)
+    setup.source += "\nONLY_TODAY = True\n"
+    test = next(c for c in source.cells if cells.grade_id(c) == "test_self_attention")
+    test.source = "assert ONLY_TODAY\n" + test.source
+    nbformat.write(source, src_path)
+    course_mod.release(course_dir, ["ch1"])
+    v2 = releases.current(course_dir, "ch1", NB)
+    assert v2 and v2 != v1 and [k.version for k in releases.kept(course_dir, "ch1", NB)] == [v1, v2]
+
+    folder = tmp_path / "subs"
+    for student, nb in (("ada", old), ("alan", _answered(nbformat.read(course_dir / "release" / "ch1" / f"{NB}.ipynb",
+                                                                     as_version=4), source))):
+        (folder / student / "ch1").mkdir(parents=True)
+        nbformat.write(nb, folder / student / "ch1" / f"{NB}.ipynb")
+    code, out, err = run(capsys, "collect", folder, "--course", course_dir)
+    assert code == 0, err
+    assert f"from release {v1}, not the current {v2}" in out and out.count("from release") == 1  # alan's is current
+    code, out, err = run(capsys, "grade", "--quiet", "--course", course_dir)
+    assert code == 0, err
+    scores = {lg.student: (lg.score, lg.max_score) for lg in gradinglog.read_all(course_dir)}
+    assert scores["ada"] == scores["alan"] == (TOTAL, TOTAL), scores
+    log = next(lg for lg in gradinglog.read_all(course_dir) if lg.student == "ada")
+    assert any(f"own release {v1}" in n for n in log.notes)

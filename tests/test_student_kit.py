@@ -389,3 +389,27 @@ def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert len(re.findall(r"^\s+PASS\s", solved.stdout, re.M)) == len(tests) > 0, solved.stdout
     assert "Ready to submit" in solved.stdout
+
+
+def test_validate_names_a_notebook_whose_tests_are_not_its_releases() -> None:
+    """A notebook claims its release (stamped by `autograder release` with nbgrader's checksums of its locked and test
+    cells); one whose visible tests differ (an older release's, or edited) is never "Ready to submit"."""
+    from nbgrader.utils import compute_checksum
+
+    from attnlab import release
+
+    nb = cells.release(select([CHAPTER])[0].read())
+    fixed = [c for c in nb.cells if release.is_fixed(c)]
+    assert fixed and all(release.cell_checksum(c) == compute_checksum(c) for c in fixed)  # nbgrader's, on a dict
+    nb.metadata[release.KEY] = {"version": "2026-11-28-abcdef12", "checksum": release.checksum(nb)}
+    assert release.mismatch(nb) is None
+    tests = [c for c in fixed if cells.is_test(c)]
+    passing = validate.report(_executed(*([] for _ in tests)), executed=True)
+    assert validate.summary(passing)[1], "all visible checks pass: ready"
+    tests[0].source = "# the training check is skipped in this release\n" + tests[0].source
+    why = release.mismatch(nb)
+    assert why and "2026-11-28-abcdef12" in why
+    text, ok = validate.summary(passing, mismatch=why)
+    assert not ok and "Ready to submit" not in text and "RELEASE" in text and "not those of this notebook's release" in text
+    del nb.metadata[release.KEY]
+    assert release.mismatch(nb) is None  # a notebook that claims nothing: nothing to compare

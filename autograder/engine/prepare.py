@@ -37,6 +37,8 @@ class Source:
     points: dict[str, float]
     checks: list[str]
     release: dict[str, str] = field(default_factory=dict)  # {grade_id: checksum} of the released answers
+    assignment: str = ""
+    notebook: str = ""
 
 
 @dataclass
@@ -67,11 +69,11 @@ class Preparer:
 
     def __init__(self, limits: Limits, run_seed: int, judge, threads: int) -> None:
         self.limits, self.run_seed, self.judge, self.threads = limits, run_seed, judge, threads
-        self.sources: dict[tuple[str, str], Source] = {}
+        self.sources: dict[Path, Source] = {}
         self.ids = 0
 
     def source(self, sub: store.Submission) -> Source:
-        key = (sub.assignment, sub.notebook)
+        key = sub.source_path  # a notebook of an older kept release is graded by that release's source
         if key not in self.sources:
             import nbformat
 
@@ -81,7 +83,8 @@ class Preparer:
             unknown = self.judge.known(checks)
             if unknown:
                 raise EngineError(f"{sub.source_path.name} calls no hidden check named {unknown[0]!r}")
-            self.sources[key] = Source(nb, store.sha256_file(sub.source_path), points, checks)
+            self.sources[key] = Source(nb, store.sha256_file(sub.source_path), points, checks,
+                                       assignment=sub.assignment, notebook=sub.notebook)
         return self.sources[key]
 
     def prepare(self, sub: store.Submission) -> Job:
@@ -96,6 +99,8 @@ class Preparer:
         except nbmod.UnreadableNotebook as exc:
             job.problem = f"the submitted {sub.notebook}.ipynb could not be read: {exc}"
             return job
+        if sub.release_note:
+            job.restored.notes.insert(0, sub.release_note)
         if job.restored.foreign:
             job.problem = (f"the submitted {sub.notebook}.ipynb contains none of this notebook's graded or "
                            "solution cells (another chapter's notebook?)")

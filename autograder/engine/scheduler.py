@@ -86,9 +86,9 @@ class Engine:
                     _require_assignment(gb, a)
                 for sub in todo:
                     self.preparer.source(sub)
-                for (assignment, notebook), src in self.preparer.sources.items():
-                    _require_same_cells(gb, assignment, notebook, set(src.points))
-                    src.release = store.release_checksums(gb, assignment, notebook)
+                for src in self.preparer.sources.values():  # today's source, and any older kept release's
+                    _require_same_cells(gb, src.assignment, src.notebook, set(src.points))
+                    src.release = store.release_checksums(gb, src.assignment, src.notebook)
                 names = list(dict.fromkeys(n for src in self.preparer.sources.values() for n in src.checks))
                 problems = self.judge.selfcheck(self.seed, names)
                 if problems:

@@ -30,6 +30,8 @@ class Submission:
     assignment: str
     notebook: str
     course_dir: Path
+    release_source: Path | None = None  # a kept older release's source it is graded by (autograder.record.releases)
+    release_note: str | None = None  # what its grading log says about its release
 
     @property
     def path(self) -> Path:
@@ -37,6 +39,8 @@ class Submission:
 
     @property
     def source_path(self) -> Path:
+        if self.release_source is not None:
+            return self.release_source
         return self.course_dir / "source" / self.assignment / f"{self.notebook}.ipynb"
 
     @property
@@ -50,8 +54,11 @@ class Submission:
 
 def discover(course_dir: Path, assignment: str | None = None, student: str | None = None) -> list[Submission]:
     """Every (student, assignment, notebook) with a submission folder, in a stable order."""
+    from autograder.record import releases
+
     course_dir = Path(course_dir).resolve()
     submitted = course_dir / "submitted"
+    other = releases.graded_by(course_dir)  # collect's record of the submissions of another release
     out = []
     for sdir in sorted(p for p in submitted.glob("*") if p.is_dir()) if submitted.is_dir() else []:
         if student is not None and sdir.name != student:
@@ -60,7 +67,11 @@ def discover(course_dir: Path, assignment: str | None = None, student: str | Non
             if assignment is not None and adir.name != assignment:
                 continue
             for src in sorted((course_dir / "source" / adir.name).glob("*.ipynb")):
-                out.append(Submission(sdir.name, adir.name, src.stem, course_dir))
+                sub = Submission(sdir.name, adir.name, src.stem, course_dir)
+                found = other.get(sub.key)
+                if found is not None and found.sha256 == sha256_file(sub.path):  # still the file collect recognised
+                    sub = Submission(*sub.key.split("/"), course_dir, found.source, found.note)
+                out.append(sub)
     return out
 
 
