@@ -6,7 +6,7 @@
     autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
     autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
-    autograder feedback [--student ID] [--assignment chN]
+    autograder feedback [--student ID] [--assignment chN] [--lms canvas|moodle -o ZIP]
     autograder export --format csv|canvas -o FILE [--cells]
     autograder manual export [--assignment chN] [-o DIR] | autograder manual import FILE
     autograder similarity [--assignment chN]
@@ -253,7 +253,7 @@ def _gradebook_cell(t) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write grades to a CSV file (totals, per-cell, or Canvas's gradebook import)."""
     done = Course(args.course).export(args.format, Path(args.output), args.cells, _parse_canvas_ids(args.canvas_id),
-                                      args.canvas_gradebook)
+                                      args.canvas_gradebook, args.missing)
     say = (lambda text: print(text, file=sys.stderr)) if args.output == "-" else _print  # stdout holds the CSV
     where = "standard output" if args.output == "-" else done.path
     if args.format == "canvas":
@@ -283,8 +283,22 @@ def _parse_canvas_ids(pairs: Sequence[str] | None) -> dict[str, str]:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """One HTML feedback page per student and notebook, in course/feedback/."""
-    written = Course(args.course).feedback(args.student, args.assignment)
+    if args.output and not args.lms:
+        raise CourseError("-o goes with --lms canvas|moodle (the zip to upload)")
+    course = Course(args.course)
+    if args.lms and not args.assignment:
+        raise CourseError(f"--lms {args.lms} needs --assignment chN: the LMS takes feedback one assignment at a time")
+    written = course.feedback(args.student, args.assignment)
     _print(f"wrote {len(written)} feedback page(s) under {args.course / 'feedback'}")
+    if args.lms:
+        done = course.hand_back(args.lms, args.assignment, Path(args.output) if args.output else None)
+        _print(f"{len(done.entries)} page(s) in {done.path}: upload it to {args.lms.capitalize()} ("
+               + ("the assignment's Re-upload submissions" if args.lms == "canvas" else
+                  "Upload multiple feedback files in a zip") + ")")
+        if done.left_out:
+            _print(table(["student", "notebook", "why"], [list(r) for r in done.left_out],
+                         title=f"{len(done.left_out)} page(s) left out: {args.lms.capitalize()} could not match them "
+                               "(hand them back another way)"))
     return 0
 
 
@@ -460,6 +474,9 @@ def parser() -> argparse.ArgumentParser:
     p = add("feedback", cmd_feedback, "write one HTML feedback page per student and notebook")
     p.add_argument("--student", help="only this student")
     p.add_argument("--assignment", help="only this assignment")
+    p.add_argument("--lms", choices=["canvas", "moodle"],
+                   help="also zip the assignment's pages in the LMS's bulk feedback format, keyed by its own ids")
+    p.add_argument("-o", "--output", help="the zip to write with --lms (default COURSE/<chN>_feedback_<lms>.zip)")
 
     p = add("export", cmd_export, "write grades to CSV (totals, per cell, or a Canvas gradebook import)")
     p.add_argument("--format", choices=["csv", "canvas"], default="csv")
@@ -468,6 +485,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--canvas-gradebook", type=Path, metavar="CSV",
                    help="the gradebook CSV Canvas exports (Grades > Export): the assignment ids are taken from its "
                         "column titles, 'Title (id)' (canvas)")
+    p.add_argument("--missing", choices=["blank", "zero"], default="blank",
+                   help="a missing submission in the Canvas import: blank (Canvas keeps its grade; the default) or zero "
+                        "(0 points, and a row of zeros for each student of --canvas-gradebook who submitted nothing)")
     p.add_argument("--canvas-id", action="append", metavar="CHAPTER=ID",
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
 

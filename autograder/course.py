@@ -675,18 +675,38 @@ class Course:
             raise CourseError("no graded notebook matches --student/--assignment")
         return written
 
+    def hand_back(self, lms: str, assignment: str | None, out: Path | None = None):  # -> handback.HandedBack
+        """The feedback pages of one assignment in the LMS's own bulk-upload zip (default COURSE/<chN>_feedback_<lms>.zip),
+        keyed by the ids its download gave each submission."""
+        from autograder import handback
+
+        self.require()
+        if not assignment:
+            raise CourseError(f"--lms {lms} needs --assignment chN: {lms.capitalize()} takes feedback one assignment "
+                              "at a time")
+        self.require_assignment(assignment)
+        try:
+            return handback.write_zip(self.root, lms, assignment,
+                                      Path(out) if out else self.root / f"{assignment}_feedback_{lms}.zip")
+        except handback.HandbackError as exc:
+            raise CourseError(str(exc)) from None
+
     def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None,
-               canvas_gradebook: Path | None = None) -> Exported:
+               canvas_gradebook: Path | None = None, missing: str = "blank") -> Exported:
         """Grades to a CSV file ('-': standard output): totals (`csv`), one row per graded cell (`csv`, `cells`),
-        or Canvas's import, its assignment ids from `canvas_ids` and/or a gradebook CSV exported from Canvas."""
+        or Canvas's import, its assignment ids from `canvas_ids` and/or a gradebook CSV exported from Canvas (whose
+        names, SIS ids and sections it then uses); a missing submission blank (Canvas keeps its grade) or `missing`
+        'zero'."""
         from autograder import export
 
         if fmt not in ("csv", "canvas"):
             raise CourseError(f"unknown export format {fmt!r} (csv or canvas)")
         if cells and fmt != "csv":
             raise CourseError("--cells works with --format csv only")
-        if (canvas_ids or canvas_gradebook) and fmt != "canvas":
-            raise CourseError("--canvas-id and --canvas-gradebook work with --format canvas only")
+        if (canvas_ids or canvas_gradebook or missing != "blank") and fmt != "canvas":
+            raise CourseError("--canvas-id, --canvas-gradebook and --missing work with --format canvas only")
+        if missing not in ("blank", "zero"):
+            raise CourseError(f"--missing is blank or zero, not {missing!r}")
         cls = self.grades()
         out = Path(out)
         if fmt != "canvas":
@@ -695,18 +715,19 @@ class Course:
         if unknown:
             raise CourseError(f"--canvas-id names {', '.join(unknown)}, not an assignment of this course "
                               f"(it has {', '.join(cls.assignments())})")
-        ids, notes = {}, []
+        ids, notes, people = {}, [], {}
         if canvas_gradebook is not None:
             notebooks = {a: [nb for b, nb, _ in cls.notebooks if b == a] for a in cls.assignments()}
             try:
                 ids, notes = export.canvas_ids_from_gradebook(canvas_gradebook, notebooks)
+                people = export.canvas_people(canvas_gradebook)
             except export.ExportError as exc:
                 raise CourseError(str(exc)) from None
         ids.update(canvas_ids or {})
         warnings = [f"{a} has no Canvas assignment id: Canvas will match the column by its title {a!r} or create a "
                     f"new assignment (give --canvas-id {a}=ID, or --canvas-gradebook with the gradebook CSV Canvas "
                     "exports)" for a in cls.assignments() if a not in ids]
-        n = export.write_canvas(cls, out, ids)
+        n = export.write_canvas(cls, out, ids, missing, people)
         return Exported(n, out, sorted(s for s, info in cls.students.items() if not info.get("lms_user_id")),
                         notes + warnings if canvas_gradebook is not None else warnings)
 

@@ -99,28 +99,58 @@ def write_cells(cls: Class, path: Path) -> int:
                          "comment"], rows)
 
 
-def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = None) -> int:
-    """Canvas gradebook import: one row per student, a column per assignment (final score; blank = missing),
-    and read-only columns with the raw score, late penalty and lateness of every assignment with late work."""
-    canvas_ids = canvas_ids or {}
+def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = None, missing: str = "blank",
+                 people: dict[str, list[str]] | None = None) -> int:
+    """Canvas gradebook import: one row per student, a column per assignment (final score; a missing submission blank,
+    which leaves Canvas's grade as it is, or 0 with `missing='zero'`), and read-only columns with the raw score, late
+    penalty and lateness of every assignment with late work. `people` (Canvas user id -> its Student, ID, SIS User ID,
+    SIS Login ID and Section, from Canvas's own gradebook CSV) names each student as Canvas does; with 'zero', a
+    person it lists who submitted nothing at all gets a row of zeros."""
+    canvas_ids, people = canvas_ids or {}, people or {}
     assignments, max_by_assignment, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     with_late = [a for a in assignments if any(t.lateness and t.lateness.late for (_, b), t in totals.items() if b == a)]
     header = CANVAS_STUDENT_COLUMNS + [f"{a} ({canvas_ids[a]})" if a in canvas_ids else a for a in assignments]
     header += [f"{a} {what}" for a in with_late for what in ("raw score", "late penalty", "lateness")]
     points = ["    Points Possible", "", "", "", ""] + [_num(max_by_assignment[a]) for a in assignments]
     rows = [points + [READ_ONLY] * (3 * len(with_late))]
+    none = "0" if missing == "zero" else ""
+    seen = set()
     for student in sorted(cls.students):
         info = cls.students[student]
+        lms_id = info.get("lms_user_id") or ""
         name = ", ".join(x for x in (info.get("last_name"), info.get("first_name")) if x) or student
-        scores = ["" if totals[student, a].status == "missing" else _num(totals[student, a].score) for a in assignments]
+        who = people.get(lms_id) or [name, lms_id, "", "", ""]
+        seen.add(lms_id)
+        scores = [none if totals[student, a].status == "missing" else _num(totals[student, a].score) for a in assignments]
         extra = []
         for a in with_late:
             t = totals[student, a]
-            missing = t.status == "missing"
-            extra += ["" if missing else _num(t.raw_score), "" if missing else _num(t.penalty),
-                      t.lateness.describe() if t.lateness and not missing else ""]
-        rows.append([name, info.get("lms_user_id") or "", "", "", ""] + scores + extra)
+            gone = t.status == "missing"
+            extra += ["" if gone else _num(t.raw_score), "" if gone else _num(t.penalty),
+                      t.lateness.describe() if t.lateness and not gone else ""]
+        rows.append(who + scores + extra)
+    if missing == "zero":  # Canvas's students who never submitted anything: not in the course's gradebook at all
+        rows += [people[i] + ["0"] * len(assignments) + [""] * (3 * len(with_late)) for i in sorted(people) if i not in seen]
     return write_csv(path, header, rows) - 1
+
+
+def canvas_people(path: Path) -> dict[str, list[str]]:
+    """Canvas user id -> [Student, ID, SIS User ID, SIS Login ID, Section] of each student row of a gradebook CSV
+    exported from Canvas (ExportError for a file that is not one)."""
+    try:
+        header, rows, _ = read_csv(path, expect="Student")
+    except CsvError as exc:
+        raise ExportError(f"the Canvas gradebook: {exc}") from None
+    at = {h.strip(): k for k, h in enumerate(header)}
+    if "Student" not in at or "ID" not in at:
+        raise ExportError(f"{path} is not a gradebook exported from Canvas (no Student and ID columns)")
+    out = {}
+    for row in rows:
+        cells = {col: unquote(row[k].strip()) if k < len(row) else "" for col, k in at.items()}
+        user = cells.get("ID", "")
+        if user.isdigit() and "Points Possible" not in cells.get("Student", ""):
+            out[user] = [cells.get(col, "") for col in CANVAS_STUDENT_COLUMNS]
+    return out
 
 
 def _stamp(when) -> str:
@@ -146,7 +176,9 @@ def canvas_ids_from_gradebook(path: Path, notebooks: dict[str, list[str]]) -> tu
     for assignment, names in notebooks.items():
         def mine(title: str, a=assignment, names=names) -> bool:
             t = title.lower()
-            return t == a.lower() or bool(re.match(rf"{re.escape(a.lower())}\b", t)) or any(n.lower() in t for n in names)
+            chapter = re.fullmatch(r"ch(\d+)", a.lower())  # Canvas's own title of it: "Chapter 1: Parallel time"
+            return t == a.lower() or bool(re.match(rf"{re.escape(a.lower())}\b", t)) or any(n.lower() in t for n in names) \
+                or bool(chapter and re.match(rf"chapter\s*0*{chapter[1]}\b", t))
         found = sorted({cid for title, cid in columns if mine(title)})
         if len(found) > 1:
             raise ExportError(f"several columns of {path} could be {assignment} (ids {', '.join(found)}): "

@@ -481,3 +481,69 @@ def test_feedback_and_similarity_read_a_bounded_part_and_say_so(capsys, graded, 
     report = (course_dir / "similarity" / "index.html").read_text()
     assert "Read in part" in report and "more than the 16.0 MiB read" in report  # ada's 17 MiB file
     assert "compared on its first 64 KiB" in report  # alan's 256 KiB of own code
+
+
+# ----------------------------------------------------------------------------- handing back (issue 33, item 7)
+
+def test_the_canvas_export_uses_canvas_names_and_sis_ids_and_can_post_zero(capsys, graded, tmp_path) -> None:
+    """Given Canvas's own gradebook CSV, the import names each student as Canvas does ('Hopper, Grace', her SIS ids;
+    it showed the course's id), matches 'Chapter 1: ... (4321)', and `--missing zero` posts 0 for a missing
+    submission and for a Canvas student who submitted nothing at all (blank, the default, leaves Canvas's grade)."""
+    from autograder.grades import gradebook
+
+    course_dir = fresh(graded, tmp_path)
+    shutil.copy(graded / "collected.json", course_dir / "collected.json")
+    with gradebook(course_dir) as gb:
+        gb.update_or_create_student("grace", lms_user_id="1004")
+    book = tmp_path / "canvas_gradebook.csv"
+    book.write_text('Student,ID,SIS User ID,SIS Login ID,Section,Chapter 1: Parallel time (4321),Current Score\n'
+                    '    Points Possible,,,,,14,\n"Hopper, Grace",1004,G-77,ghopper,Sec 1,,\n'
+                    '"Kim, Alex",1012,A-12,akim,Sec 2,,\n"Absent, Al",1099,A-99,aabsent,Sec 2,,\n')
+    out = tmp_path / "c.csv"
+    code, _, err = run(capsys, "export", "--format", "canvas", "--canvas-gradebook", book, "-o", out, "--course", course_dir)
+    assert code == 0 and "warning" not in err, err
+    rows = list(csv.reader(out.open()))
+    assert rows[0][5] == "ch1 (4321)"
+    by = {r[1]: r for r in rows[2:]}
+    assert by["1004"][:5] == ["Hopper, Grace", "1004", "G-77", "ghopper", "Sec 1"]
+    assert by["1012"][:6] == ["Kim, Alex", "1012", "A-12", "akim", "Sec 2", ""] and "1099" not in by
+    code, _, err = run(capsys, "export", "--format", "canvas", "--canvas-gradebook", book, "--missing", "zero",
+                       "-o", out, "--course", course_dir)
+    assert code == 0, err
+    by = {r[1]: r for r in list(csv.reader(out.open()))[2:]}
+    assert by["1012"][5] == "0" and by["1099"][:6] == ["Absent, Al", "1099", "A-99", "aabsent", "Sec 2", "0"]
+    assert by["1004"][5] not in ("", "0")
+    code, _, err = run(capsys, "export", "--missing", "zero", "-o", out, "--course", course_dir)
+    assert code == 1 and "--format canvas only" in err
+
+
+def test_feedback_goes_back_in_the_lms_bulk_format(capsys, graded, tmp_path) -> None:
+    """`feedback --lms canvas|moodle` zips an assignment's pages named as each LMS's bulk upload keys them: Canvas by
+    the user and attachment ids of its download's name, Moodle by the participant's folder; a page of a submission
+    that came from elsewhere is listed, never guessed."""
+    import json
+
+    course_dir = fresh(graded, tmp_path)
+    record = json.loads((graded / "collected.json").read_text())
+    subs = record["submissions"]
+    subs[f"ada/ch1/{NB}"]["origin"] = f"class.zip:lovelaceada_1001_5001_{NB}.ipynb"
+    subs[f"grace/ch1/{NB}"]["origin"] = f"class.zip:hoppergrace_LATE_1004_5004_{NB}-1.ipynb"
+    subs[f"alan/ch1/{NB}"]["origin"] = f"moodle.zip:Alan Turing_77_assignsubmission_file_/{NB}.ipynb"
+    (course_dir / "collected.json").write_text(json.dumps(record))
+    code, out, err = run(capsys, "feedback", "--lms", "canvas", "--assignment", "ch1", "-o", tmp_path / "c.zip",
+                         "--course", course_dir)
+    assert code == 0, err
+    with zipfile.ZipFile(tmp_path / "c.zip") as zf:
+        names = sorted(zf.namelist())
+        page = zf.read(f"lovelaceada_1001_5001_{NB}_feedback.html")
+    assert names == [f"hoppergrace_1004_5004_{NB}_feedback.html", f"lovelaceada_1001_5001_{NB}_feedback.html"]
+    assert page == (course_dir / "feedback" / "ada" / "ch1" / f"{NB}.html").read_bytes()
+    assert [collect.CANVAS_NAME.fullmatch(n)["user_id"] for n in names] == ["1004", "1001"]  # what Canvas keys by
+    assert "2 page(s) left out" in out and "alan" in out and "edsger" in out
+    code, out, err = run(capsys, "feedback", "--lms", "moodle", "--assignment", "ch1", "-o", tmp_path / "m.zip",
+                         "--course", course_dir)
+    assert code == 0, err
+    with zipfile.ZipFile(tmp_path / "m.zip") as zf:
+        assert zf.namelist() == [f"Alan Turing_77_assignsubmission_file_/{NB}_feedback.html"]
+    code, _, err = run(capsys, "feedback", "--lms", "canvas", "--course", course_dir)
+    assert code == 1 and "--assignment" in err
