@@ -41,18 +41,28 @@ class HandedBack:
     left_out: list[tuple[str, str, str]] = field(default_factory=list)
 
 
+def download_names() -> tuple[re.Pattern, re.Pattern]:
+    """(Canvas's, Moodle's) pattern of the names their downloads give submissions: collect's, which reads them."""
+    try:
+        from autograder.collect.layouts import Canvas, Moodle  # collect as a package of layouts
+    except ImportError:
+        from autograder import collect
+
+        return collect.CANVAS_NAME, collect.MOODLE_NAME
+    return Canvas.NAME, Moodle.NAME
+
+
 def lms_name(origin: str, lms: str, notebook: str) -> str | None:
     """The name the LMS takes a feedback page back under, from the name its download gave the submission (`origin`,
     collect's '<source>:<path>'); None when the file did not come from that LMS's download."""
-    from autograder import collect
-
+    canvas, moodle = download_names()
     inside = origin.partition(":")[2] or origin
     for part in re.split(r"[/:]", inside):
-        if lms == "canvas" and (m := collect.CANVAS_NAME.fullmatch(part)) and m["user_id"].isdigit():
+        if lms == "canvas" and (m := canvas.fullmatch(part)) and m["user_id"].isdigit():
             name = SAFE_NAME.sub("", m["name"] or "") or "student"
             return f"{name}_{m['user_id']}_{m['attachment_id']}_{notebook}_feedback.html"
-        if lms == "moodle" and (m := collect.MOODLE_NAME.fullmatch(part)):
-            name = SAFE_NAME.sub("", m["name"]).strip() or "Student"
+        if lms == "moodle" and (m := moodle.fullmatch(part)):  # Moodle splits the path at "_": none in the name
+            name = SAFE_NAME.sub("", m["name"]).replace("_", " ").strip() or "Student"
             return f"{name}_{m['participant']}_assignsubmission_file_/{notebook}_feedback.html"
     return None
 

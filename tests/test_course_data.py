@@ -523,6 +523,8 @@ def test_feedback_goes_back_in_the_lms_bulk_format(capsys, graded, tmp_path) -> 
     that came from elsewhere is listed, never guessed."""
     import json
 
+    from autograder import handback
+
     course_dir = fresh(graded, tmp_path)
     record = json.loads((graded / "collected.json").read_text())
     subs = record["submissions"]
@@ -538,7 +540,8 @@ def test_feedback_goes_back_in_the_lms_bulk_format(capsys, graded, tmp_path) -> 
         page = zf.read(f"lovelaceada_1001_5001_{NB}_feedback.html")
     assert names == [f"hoppergrace_1004_5004_{NB}_feedback.html", f"lovelaceada_1001_5001_{NB}_feedback.html"]
     assert page == (course_dir / "feedback" / "ada" / "ch1" / f"{NB}.html").read_bytes()
-    assert [collect.CANVAS_NAME.fullmatch(n)["user_id"] for n in names] == ["1004", "1001"]  # what Canvas keys by
+    canvas_names = handback.download_names()[0]
+    assert [canvas_names.fullmatch(n)["user_id"] for n in names] == ["1004", "1001"]  # what Canvas keys by
     assert "2 page(s) left out" in out and "alan" in out and "edsger" in out
     code, out, err = run(capsys, "feedback", "--lms", "moodle", "--assignment", "ch1", "-o", tmp_path / "m.zip",
                          "--course", course_dir)
