@@ -450,10 +450,11 @@ class Course:
         moved = [m for m in config.clock_times_moved(cfg.due, cfg.timezone, tz) if m.assignment not in set_now]
         changed = bool(due or timezone or policy != cfg.late)
         if changed:
+            before = self._shown()
             config.write_policy_block(self.root, config.policy_block(tz_name, dates, policy))
             cfg = self.config()
             self._sync_due_dates()
-            self._recharge()
+            self._recharge(before)
         from autograder.record import extensions
 
         return Deadlines(tz_name, {a: cfg.due[a].astimezone(cfg.timezone) for a in assignments if a in cfg.due},
@@ -478,6 +479,7 @@ class Course:
         if (until is None) == (by is None):
             raise CourseError("--extend needs one of --until DATE (e.g. '2025-02-10 23:00') or --by DURATION (e.g. 2d)")
         cfg = self.config()
+        before = self._shown()
         try:
             taken_back = (until or "").strip().lower() == "none"
             given = extensions.Extension(
@@ -489,26 +491,28 @@ class Course:
             raise CourseError(str(exc)) from None
         with gradebook(self.root) as gb:
             extensions.sync(gb, self.root, cfg.due, removed=((assignment, student),))
-        self._recharge()
+        self._recharge(before)
         return extensions.due_for(self.root, student, assignment)
 
-    def _recharge(self) -> list[Path]:
-        """The late policy applied again to what is graded (a penalty depends on the due date and the policy),
-        and the feedback pages whose penalty it changed written again."""
-        from autograder import grades, late
+    def _shown(self) -> dict[tuple[str, str, str], tuple]:
+        """What every feedback page shows from the gradebook now (`feedback.shown`); {} before any grading."""
+        from autograder import feedback, grades
 
-        def penalties() -> dict[tuple[str, str, str], float]:
-            try:
-                return {(t.student, t.assignment, t.notebook): t.penalty for t in grades.load(self.root).totals()
-                        if t.status != "missing"}
-            except grades.ResultsError:
-                return {}
+        try:
+            return feedback.shown(grades.load(self.root))
+        except grades.ResultsError:
+            return {}
 
-        before = penalties()
+    def _recharge(self, before: dict[tuple[str, str, str], tuple]) -> list[Path]:
+        """The late policy applied again to what is graded (a penalty depends on the due date and the policy), and
+        the feedback pages whose content changed since `before` (`_shown` taken before the due dates changed: a
+        penalty, or only the lateness a page states) written again."""
+        from autograder import late
+
         if not before:
             return []
         late.apply(self.root)
-        after = penalties()
+        after = self._shown()
         return self._refresh_feedback({k for k, v in after.items() if before.get(k) != v})
 
     def _sync_due_dates(self) -> None:

@@ -32,7 +32,7 @@ import nbformat
 
 from autograder.grades import CellGrade, Class
 from autograder.gradinglog import NotebookLog
-from autograder.pages import ANSI, highlight, markdown, render
+from autograder.pages import ANSI, highlight, markdown, render, without_comments
 from coursenb import cells as nbcells
 from coursenb.cells import drop_hidden_lines, strip_hidden_tests
 
@@ -95,9 +95,11 @@ def _text(value: object) -> str:
 
 # ----------------------------------------------------------------------------- what the page says
 
-INTERNAL = ("Explained", "CellStopped")  # exception types of the kit and the grader: their message is the news
+INTERNAL = ("Explained", "CellStopped", "NotGraded")  # the kit's and the grader's exception types: the message is the news
 STUB_NOTE = ("An answer cell that still holds the release's stub (`raise NotImplementedError()`) has not been "
              "answered: every test that uses it scores 0 until you write your answer in its place.")
+RESUBMIT = ("Nothing in it was graded. Open the file you submitted in Jupyter: if it does not open, or does not show "
+            "your work, open your own copy, save it (File > Save Notebook), and submit that file again.")
 _RAISED = re.compile(r"^(the cell )?raised (\w+): ?")
 _UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
@@ -109,6 +111,8 @@ def plain_reason(reason: str) -> str:
     if not m:
         return reason
     kind, rest = m[2], reason[m.end():].strip()
+    if kind == "NotGraded":  # the grader's note in each test cell of a notebook it could not run
+        return f"not graded: {rest}" if rest else "not graded"
     if kind in INTERNAL:
         return f"a test failed: {rest}" if rest else "a test failed"
     if kind == "NotImplementedError":
@@ -116,6 +120,11 @@ def plain_reason(reason: str) -> str:
     if kind == "AssertionError":
         return f"an assert in the cell failed: {rest}" if rest else "an assert in the cell failed (it gives no message)"
     return f"the cell raised {kind}: {rest}" if m[1] else f"raised {kind}: {rest}"
+
+
+def _unreadable(error: str) -> bool:
+    """The grader could not read the submitted file, or found none of the notebook's cells in it (its words)."""
+    return error.startswith("the submitted ") and ("could not be read" in error or "contains none of this" in error)
 
 
 def first_error(nb: nbformat.NotebookNode, log: NotebookLog | None) -> tuple[int, str] | None:
@@ -189,7 +198,7 @@ def page(nb: nbformat.NotebookNode, student: str, assignment: str, notebook: str
     first_index = first[0] if first else None
     stubs = [k for k, c in enumerate(nb.cells) if _is_stub(c)]
     lead = None
-    if first is not None:
+    if first is not None and not (log is not None and log.error):  # a notebook not run has no first error of its own
         index, what = first
         lead = {"label": cell_label(nb, index), "anchor": f"cell-{index + 1}", "what": plain_reason(scrub(what, names)),
                 "detail": scrub(_syntax_line(nb, index), names)}
@@ -226,6 +235,7 @@ def page(nb: nbformat.NotebookNode, student: str, assignment: str, notebook: str
                   final=raw - penalty, raw=raw, penalty=penalty, max_total=sum(g.max_score for g in grades),
                   pending=any(g.score is None for g in grades), lateness=lateness,
                   error=scrub(log.error, names) if log is not None and log.error else None,
+                  resubmit=RESUBMIT if log is not None and log.error and _unreadable(log.error) else None,
                   lead=lead, stub_note=STUB_NOTE if stubs else None, rows=rows, cells=shown,
                   cuts=[scrub(c, names) for c in cuts])
 
@@ -243,7 +253,7 @@ def _cell_view(cell, index: int, course_markdown: set[str], names: list[str]) ->
         return {**view, "kind": "course", "html": markdown(source)}
     if cell.get("cell_type") != "code":
         label = "your answer, as written" if nbcells.is_solution(cell) else "your text, as written"
-        return {**view, "kind": "text", "label": label, "text": source}
+        return {**view, "kind": "text", "label": label, "text": without_comments(source)}
     count = cell.get("execution_count")
     return {**view, "kind": "code", "prompt": f"[{count}]" if isinstance(count, int) else "[ ]",
             "code": highlight(source), "outputs": [o for o in map(_output_view, cell.get("outputs", [])) if o]}
@@ -320,8 +330,7 @@ def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str
         if (a, nb_name) not in markdown_of:
             markdown_of[a, nb_name] = _course_markdown(course_dir, a, nb_name)
         total = totals.get((s, a, nb_name))
-        info = cls.submitted.get((s, a))
-        lateness = info.lateness.describe() if info and info.lateness.late else None
+        lateness = lateness_text(cls, s, a)
         nb, cuts = _notebook_for(course_dir, s, a, nb_name)
         nb = scrub_notebook(nb, names)
         text = page(nb, s, a, nb_name, cell_grades, by_key.get((s, a, nb_name)), names, markdown_of[a, nb_name],
@@ -331,6 +340,25 @@ def generate(course_dir: Path, cls: Class, logs: list[NotebookLog], student: str
         dest.write_text(text, encoding="utf-8")
         written.append(dest)
     return written
+
+
+def lateness_text(cls: Class, student: str, assignment: str) -> str | None:
+    """What a page says of a submission's lateness ('1 d 23 h late'), or None when it was on time."""
+    info = cls.submitted.get((student, assignment))
+    return info.lateness.describe() if info and info.lateness.late else None
+
+
+def shown(cls: Class) -> dict[tuple[str, str, str], tuple]:
+    """What each notebook's page shows from the gradebook, per (student, assignment, notebook): every graded cell's
+    score and comment, the raw score, the penalty and the lateness text. A page is out of date when this changes."""
+    totals = {(t.student, t.assignment, t.notebook): t for t in cls.totals()}
+    cells: dict[tuple[str, str, str], list[tuple]] = {}
+    for c in cls.cells:
+        cells.setdefault((c.student, c.assignment, c.notebook), []).append((c.grade_id, c.score, c.max_score, c.manual,
+                                                                             c.comment))
+    return {key: (tuple(mine), totals[key].raw_score if key in totals else None,
+                  totals[key].penalty if key in totals else None, lateness_text(cls, key[0], key[1]))
+            for key, mine in cells.items()}
 
 
 def _course_markdown(course_dir: Path, assignment: str, notebook: str) -> set[str]:

@@ -156,7 +156,10 @@ def failures(cls: Class, logs: list[NotebookLog], course_dir: Path) -> tuple[lis
         log = by_key.get((grade.student, grade.assignment, grade.notebook))
         cell_log = log.cell(grade.grade_id) if log else None
         failed_checks = set(cell_log.failed_checks) if cell_log else set()
-        if log is not None and log.error:
+        if grade.manual:  # the grader's score and comment, whatever the engine's log says of the cell
+            how, message = "graded by hand", f"graded by hand: {grade.comment}" if grade.comment else \
+                "graded by hand (no comment)"
+        elif log is not None and log.error:
             how, message = "notebook not run", log.error
         elif cell_log is None:
             how, message = "no log", "no grading log for this notebook"
@@ -164,8 +167,6 @@ def failures(cls: Class, logs: list[NotebookLog], course_dir: Path) -> tuple[lis
             how, message = "hidden check", cell_log.reason
         elif cell_log.status in ("killed", "skipped", "not run"):
             how, message = "stopped or not run", cell_log.reason
-        elif grade.manual:
-            how, message = "manual grade", "graded by the instructor"
         else:
             how, message = "visible test or error", cell_log.reason
         entry.how[how] += 1

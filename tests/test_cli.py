@@ -490,6 +490,23 @@ def test_new_deadlines_charge_again_what_is_graded(capsys, graded, tmp_path) -> 
     assert "late penalty" not in page
 
 
+def test_a_deadline_change_that_keeps_the_penalty_rewrites_the_lateness_on_the_page(capsys, graded, tmp_path) -> None:
+    """Issue 33.5: a due date moved by an hour leaves grace's penalty (one started day) as it was but not the lateness
+    her page states: the page is written again (on main it kept '22 h late')."""
+    from autograder import config
+
+    course_dir = fresh(graded, tmp_path)
+    config.write_policy_block(course_dir, config.read_policy_block(graded))
+    assert run(capsys, "deadlines", "--due", "2025-02-02 00:00", "--course", course_dir)[0] == 0
+    assert run(capsys, "feedback", "--student", "grace", "--course", course_dir)[0] == 0
+    page = course_dir / "feedback" / "grace" / "ch1" / f"{NB}.html"
+    one_day = min(raw("grace"), 0.1 * TOTAL)
+    assert "Submitted 22 h late" in page.read_text() and f"late penalty &minus;{num(one_day)}" in page.read_text()
+    assert run(capsys, "deadlines", "--due", "2025-02-01 23:00", "--course", course_dir)[0] == 0
+    text = page.read_text()
+    assert "Submitted 23 h late" in text and "22 h late" not in text and f"late penalty &minus;{num(one_day)}" in text
+
+
 def test_an_extension_is_nbgraders_and_ours(capsys, graded, tmp_path) -> None:
     """`deadlines --extend` is nbgrader's own extension: nbgrader's lateness and every output of ours agree, with it,
     after it is taken back, and with one set through nbgrader's API alone (before: charged whatever nbgrader said)."""

@@ -92,6 +92,23 @@ def test_the_report_counts_every_failure(capsys, graded) -> None:
     checks = out[out.index("hidden checks failed most often"):]
     check = re.search(r"ch1.self_attention\s+test_self_attention\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", checks)
     assert tuple(map(int, check.groups())) == (12, lost, hidden, lost - hidden)  # every failure counts for the check
+    # a hand-graded answer lost its points to the grader's judgement, in the grader's words (issue 33.5)
+    assert "no grading log" not in out and "graded by hand: Which operation has to wait for many inputs?" in out
+
+
+def test_no_page_shows_authoring_markup_or_styles_itself(graded) -> None:
+    """Issue 33.5 and 32.4: the students' feedback pages and the TA's manual-grading pages carry none of the chapters'
+    authoring comments (on main: `<!-- claim: ... -->`, `<!-- given -->` as text on every page), and every page's
+    only style is its own stylesheet."""
+    from tests.adversarial.outputs import page_problems
+
+    course_dir, _ = graded
+    pages = sorted((course_dir / "feedback").glob("*/*/*.html")) + sorted((course_dir / "manual").glob("*.html"))
+    assert len(pages) >= 12
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<!--" not in text and "&lt;!--" not in text, page
+        assert page_problems(text) == [], page
 
 
 def test_a_forced_regrade_of_one_student_keeps_the_earlier_log(capsys, graded) -> None:
@@ -119,6 +136,9 @@ def test_engine_records_a_bad_file_beside_a_manual_cell(capsys, graded, tmp_path
         rows = [line for line in run(capsys, "gradebook", "--course", course_dir).split("\n\n")[0].splitlines()
                 if line.startswith("niklaus ")]
         assert rows and "ch1: the submitted" in rows[0] and "could not be read" in rows[0]  # not a bare 0
+        run(capsys, "feedback", "--student", "niklaus", "--course", course_dir)
+        page = (course_dir / "feedback" / "niklaus" / "ch1" / f"{NB}.html").read_text()
+        assert "could not be read" in page and "submit that file again" in page and "NotGraded" not in page
     finally:
         shutil.rmtree(course_dir / "submitted" / "niklaus")
 

@@ -106,6 +106,9 @@ def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected,
     assert outputs.formula_cells(exported.read_text(encoding="utf-8")) == []  # however it is split (issue 32.2)
     page = (course_dir / "manual" / f"ch1_{example_class.PROSE_ID}.html").read_text()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; L*T" in page
+    rendered = page.split('id="mallory"')[1].split("as written")[0]  # mallory's answer rendered (issue 32.4):
+    assert outputs.page_problems(page) == [] and "evil.example" not in rendered  # no style, no link
+    assert "<mtext>every" in rendered  # the \\style{...}{text}'s text stays, in place
     assert "L*(log T + log J) with a tree, so the *reductions*" in page and "In your own words" in page
     assert "<em>reductions</em>" in page  # rendered, and shown as written beside it
     assert "The question" in page and html.escape(example_class.PROSE_ANSWER.split(",")[0], quote=True) in page

@@ -7,11 +7,16 @@ reads a CSV every way a spreadsheet may split it and returns the pieces that sta
 
 `MATH`: prose whose math latex2mathml turns into attributes a page must not carry: `\\style` (a fixed
 box over the whole page), `\\href` (a link), and the attributes MathML itself allows that do the same.
+`page_problems` says what of a page could style it or link away.
 """
 from __future__ import annotations
 
+import base64
 import csv
+import hashlib
 import io
+import re
+from html.parser import HTMLParser
 
 SPREADSHEET = (
     "The sums;=cmd|' /C calc'!A0",
@@ -43,3 +48,35 @@ MATH = (
     r"$\href{https://evil.example/steal}{\text{see the solution}}$",
     r"$\mathcolor{red}{x}$ and $$\style{font-size:900px}{y}$$",
 )
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def page_problems(text: str) -> list[str]:
+    """What of an HTML page could restyle it or link from it: a CSP that allows any style but the page's own `<style>`
+    (by its hash: no inline style), a `style` attribute, an `href` anywhere but on a web or in-page link."""
+    found = []
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)
+    sheets = re.findall(r"<style>(.*?)</style>", text, re.S)
+    if csp is None or len(sheets) != 1:
+        return [f"{'no CSP' if csp is None else 'a CSP'} and {len(sheets)} <style> elements"]
+    digest = base64.b64encode(hashlib.sha256(sheets[0].encode()).digest()).decode()
+    styles = re.search(r"style-src ([^;]*)", csp[1])
+    if styles is None or styles[1].split() != [f"'sha256-{digest}'"]:
+        found.append(f"the CSP's style-src is {styles[1] if styles else 'absent'}, not the page's own stylesheet")
+    parser = _Tags()
+    parser.feed(text)
+    for tag, attrs in parser.tags:
+        if "style" in attrs:
+            found.append(f"<{tag} style={attrs['style']!r}>")
+        href = attrs.get("href")
+        if href is not None and (tag != "a" or not href.startswith(("#", "https://", "http://"))):
+            found.append(f"<{tag} href={href!r}>")
+    return found
