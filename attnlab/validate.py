@@ -5,7 +5,9 @@ would pick), the way the grader runs it: the long demonstrations (training runs,
 plots) are skipped, and a cell that runs longer than the grader allows is stopped. Every
 visible check runs, the slow ones too (Chapter 4's trains your model for about a minute);
 `--quick` skips the slow ones, and each is then reported SKIPPED. Then each visible test is
-reported (PASS, FAIL with the test's own sentence, or SKIPPED), with every answer still
+reported (PASS, FAIL with the test's own sentence, or SKIPPED; FORM for a test whose visible part checks only
+an answer's form, a symbolic order or a set of equations well-formed, which only the hidden checks grade:
+validate never says PASS for what it did not judge), with every answer still
 holding its stub and every other cell that raised an error, each named by its section and
 its first line. Nothing is written to your notebook.
 
@@ -49,6 +51,9 @@ MESSAGE_LINES, MESSAGE_WIDTH = 12, 400  # an error message is shown up to this m
 # prints one line that starts with SKIPPED_MARK instead of running, and is reported SKIPPED.
 QUICK_ENV = "ATTNLAB_QUICK"
 SKIPPED_MARK = "[attnlab] visible check skipped:"
+# A test cell whose visible part only calls these checks the answer's form, not its correctness (attnlab.testing).
+FORM_CHECKS = frozenset({"expect_answer", "expect_equations"})
+FORM = "well-formed; graded by hidden checks"
 STOPPED = "the run stopped before this cell: see the ERROR above"  # why a test cell after a dead kernel did not run
 
 
@@ -64,13 +69,15 @@ class CellReport:
     stub: bool = False
     where: str = ""
     skipped: str | None = None  # why a test cell's visible check did not run
+    form_only: bool = False  # a test cell whose visible check reads the answer's form only (FORM_CHECKS)
 
     @property
     def status(self) -> str:
-        """PASS, FAIL or SKIPPED for a test; TODO for an answer still holding its stub; HAND for a written
-        answer graded by hand (validate does not judge it); ERROR or OK otherwise."""
+        """PASS, FAIL or SKIPPED for a test, FORM for a test that checks only the answer's form and found it
+        well-formed; TODO for an answer still holding its stub; HAND for a written answer graded by hand
+        (validate does not judge it); ERROR or OK otherwise."""
         if self.kind == "test":
-            return "FAIL" if self.error else "SKIPPED" if self.skipped else "PASS"
+            return "FAIL" if self.error else "SKIPPED" if self.skipped else "FORM" if self.form_only else "PASS"
         if self.stub:
             return "TODO"
         if self.kind == "manual":
@@ -126,6 +133,20 @@ def _skipped(cell: dict) -> str | None:
     return None
 
 
+def form_only(source: str) -> bool:
+    """Whether a test cell's visible part (hidden tests cut out) only calls checks of an answer's form."""
+    import ast
+
+    visible = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
+    try:
+        body = ast.parse(visible).body
+    except SyntaxError:
+        return False
+    return bool(body) and all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                              and isinstance(s.value.func, ast.Name) and s.value.func.id in FORM_CHECKS
+                              for s in body)
+
+
 def _heading(cell: dict) -> str | None:
     """The last heading of a markdown cell ("3.3 Counting parameters"), if it has one."""
     if cell.get("cell_type") != "markdown":
@@ -168,7 +189,8 @@ def report(nb: dict, timeout: int = CELL_TIMEOUT, executed: bool = True) -> list
         skipped = None
         if kind == "test":
             skipped = STOPPED if executed and cell.get("execution_count") is None and not error else _skipped(cell)
-        found.append(CellReport(index, kind, name, points, error, stub=stub, where=where, skipped=skipped))
+        found.append(CellReport(index, kind, name, points, error, stub=stub, where=where, skipped=skipped,
+                                form_only=kind == "test" and form_only(source)))
     return found
 
 
@@ -238,7 +260,8 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
     `stopped`: why the run stopped early; `mismatch`: why its tests are not its release's (attnlab.release)."""
     tests = [r for r in found if r.kind == "test"]
     manual = [r for r in found if r.kind == "manual"]
-    passed = [r for r in tests if r.status == "PASS"]
+    passed = [r for r in tests if r.status in ("PASS", "FORM")]
+    formed = [r for r in tests if r.status == "FORM"]
     skipped = [r for r in tests if r.status == "SKIPPED"]
     lines = [f"  ERROR   {stopped}"] if stopped else []
     lines += [f"  RELEASE {mismatch}"] if mismatch else []
@@ -246,6 +269,8 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
         what = f"{r.name} ({_points(r.points)})" if r.kind in ("test", "manual") else r.name
         if r.status == "PASS":
             lines.append(f"  PASS    {what}")
+        elif r.status == "FORM":
+            lines.append(f"  FORM    {what}: {FORM}")
         elif r.status not in ("OK", "HAND"):  # a written answer graded by hand: in the summary below
             lines.append(f"  {r.status:7s} {what}, in {r.where}:")
             message = {"TODO": "still holds its stub: write your answer here",
@@ -259,6 +284,8 @@ def summary(found: list[CellReport], command: str = "python -m attnlab.validate 
                  f"{by_hand:g} graded by hand.")
     lines.append(f"  Autograded: the visible checks of {len(passed)} of {len(tests)} test cells pass "
                  f"({sum(r.points for r in passed):g} of {auto:g} points)"
+                 + (f", {len(formed)} of them ({_points(sum(r.points for r in formed))}) by the answer's form only"
+                    if formed else "")
                  + (f"; {len(skipped)} did not run ({sum(r.points for r in skipped):g} points)" if skipped else "")
                  + ". Every test cell also has hidden checks, which run only when your notebook is graded "
                  "(other inputs, against the reference): this is not a predicted grade.")

@@ -138,7 +138,7 @@ def test_validate_counts_what_each_chapter_is_worth(chapter: str) -> None:
         assert ok == ready and ("Ready to submit" in text) == ready, text
         assert _worth(text) == (total, auto, sum(manual.values())), text
         if ready:  # (the untouched release did not run: its test cells have no error to report)
-            assert sum(float(p) for p in re.findall(r"^\s+PASS\s+\S+ \(([\d.]+) points?\)", text, re.M)) == auto
+            assert sum(float(p) for p in re.findall(r"^\s+(?:PASS|FORM)\s+\S+ \(([\d.]+) points?\)", text, re.M)) == auto
             assert f"pass ({auto:g} of {auto:g} points)" in text, text
         for name, points in manual.items():
             assert re.search(rf"Graded by hand, not checked here: .*{name} \({points:g} points?, in section", text), text
@@ -387,7 +387,7 @@ def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -
     solved = _run([str(py), "-m", "attnlab.validate", release.name], student, env=env)
     tests = [c for c in nb.cells if cells.is_test(c)]
     assert solved.returncode == 0, solved.stdout + solved.stderr
-    assert len(re.findall(r"^\s+PASS\s", solved.stdout, re.M)) == len(tests) > 0, solved.stdout
+    assert len(re.findall(r"^\s+(?:PASS|FORM)\s", solved.stdout, re.M)) == len(tests) > 0, solved.stdout
     assert "Ready to submit" in solved.stdout
 
 
@@ -413,3 +413,24 @@ def test_validate_names_a_notebook_whose_tests_are_not_its_releases() -> None:
     assert not ok and "Ready to submit" not in text and "RELEASE" in text and "not those of this notebook's release" in text
     del nb.metadata[release.KEY]
     assert release.mismatch(nb) is None  # a notebook that claims nothing: nothing to compare
+
+
+def test_a_check_of_an_answers_form_is_never_reported_as_a_pass() -> None:
+    """Chapter 7's BLOCK_WORK = "T^2*J" (wrong order, well-formed): its visible test reads the form only, so
+    validate says FORM ("well-formed; graded by hidden checks"), never PASS; a test that judges the answer
+    (an expect_close) still says PASS."""
+    source = select(["ch7"])[0].read()
+    test = next(c for c in source.cells if cells.grade_id(c) == "test_block_work")
+    assert validate.form_only(test.source), test.source
+    assert not validate.form_only("expect_answer(BLOCK_WORK, ['T', 'J'], 'BLOCK_WORK')\nexpect_close(a, b, 'x')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## 7.8 Time and work"),
+                                         nbformat.v4.new_code_cell('BLOCK_WORK = "T^2*J"', execution_count=1,
+                                                                   metadata=_meta(solution=True, grade_id="block_time")),
+                                         nbformat.v4.new_code_cell(test.source, execution_count=2,
+                                                                   metadata=_meta(grade=True, locked=True, points=1,
+                                                                                  grade_id="test_block_work"))])
+    found = validate.report(nb)
+    assert [r.status for r in found if r.kind == "test"] == ["FORM"]
+    text, ok = validate.summary(found)
+    assert "PASS" not in text and "FORM    test_block_work (1 point): well-formed; graded by hidden checks" in text
+    assert "1 of them (1 point) by the answer's form only" in text and ok, text
