@@ -27,7 +27,7 @@ from pathlib import Path
 CONFIG = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "attnlab" / "submit.json"
 CHAPTER = re.compile(r"(ch\d+)(?:_|$)")
 MAX_BYTES = 64 << 20  # the service refuses more (collect's cap on one uploaded file)
-POLL_S = 1.0
+POLL_S = 0.25
 
 
 class SubmitError(Exception):

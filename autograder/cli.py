@@ -374,6 +374,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from autograder.service import serve
 
     Course(args.course).require()
+    if args.finalize:
+        from autograder.service.grader import finalize
+
+        counted = finalize(args.course, None if args.finalize == "all" else args.finalize, args.workers)
+        _print(table(["student", "chapter", "upload that counts"], [list(c) for c in counted],
+                     title=f"final: {len(counted)} attempt(s) placed in submitted/ and graded"))
+        return 0
     serve.run(args.course, args.host, args.port, args.workers, args.scheduler, args.accept_only,
               args.forwarded_allow_ips)
     return 0
@@ -518,6 +525,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2, help="grading workers (default 2)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="grade on this Dask scheduler's workers")
     p.add_argument("--accept-only", action="store_true", help="accept and queue uploads, grade nothing yet")
+    p.add_argument("--finalize", metavar="CHAPTER|all", help="do not serve: put each student's attempt that counts "
+                   "(service.toml's final: last on-time, or best) in submitted/ and grade it, then exit")
     p.add_argument("--forwarded-allow-ips", default="127.0.0.1",
                    help="the reverse proxy's address, whose X-Forwarded-* headers are trusted (default 127.0.0.1)")
 

@@ -551,7 +551,7 @@ class Course:
                     continue
                 gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
 
-    def grade(self, assignment: str | None = None, student: str | None = None, workers: int = 2,
+    def grade(self, assignment: str | None = None, student: str | list[str] | None = None, workers: int = 2,
               force: bool = False, progress: bool = True, **engine_options) -> Graded:
         """Grade every submitted, not yet graded notebook with the trusted engine (resumable), then apply the
         late policy (a penalty depends on the raw score). With `force`, grade again what the other options
@@ -562,8 +562,9 @@ class Course:
         students = self.students_submitted()
         if not students:
             raise CourseError(f"nothing submitted in {self.root / 'submitted'}: run `autograder collect` first")
-        if student and student not in students:
-            raise CourseError(f"no submission from student {student!r} in {self.root / 'submitted'}")
+        for one in [student] if isinstance(student, str) else student or []:  # one id, or a list (the service's round)
+            if one not in students:
+                raise CourseError(f"no submission from student {one!r} in {self.root / 'submitted'}")
         self.require_assignment(assignment)
         if workers < 1:
             raise CourseError("--workers must be at least 1")
@@ -573,8 +574,9 @@ class Course:
             raise CourseError(f"the grading engine is not available ({exc})") from None
         before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
         try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
+            one = student if isinstance(student, str) else None
             summary = grade(self.root, assignment=assignment, student=student, workers=workers,
-                            progress=progress, force=force, meanwhile=self._while_sandboxes_start(student, assignment),
+                            progress=progress, force=force, meanwhile=self._while_sandboxes_start(one, assignment),
                             **engine_options)
         except EngineError as exc:
             raise CourseError(str(exc)) from None

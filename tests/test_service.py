@@ -329,3 +329,24 @@ def test_a_grading_interrupted_by_a_stop_is_graded_again_and_recorded_once(clien
         assert "the sandbox died" in grader.status.errors[0][1]
     finally:
         course_mod.Course.grade = real
+
+
+def test_finalize_puts_the_attempt_that_counts_back_and_grades_it(client: Client, monkeypatch) -> None:
+    import autograder.course as course_mod
+    from autograder.service.grader import finalize
+
+    store = client.svc.store
+    first, second = _notebook("a = 1"), _notebook("a = 2")
+    one = client.api("ada", first).json()["id"]
+    _graded(store, one, {**LOG, "score": 5.0})
+    two = client.api("ada", second).json()["id"]
+    _graded(store, two, {**LOG, "score": 3.0})
+    calls = []
+    monkeypatch.setattr(course_mod.Course, "grade", lambda self, *a, **k: calls.append(a))
+    submitted = client.course / "submitted" / "ada" / "ch1" / "ch1_parallel_time.ipynb"
+    assert finalize(client.course) == [("ada", "ch1", two)] and submitted.read_bytes() == second  # the last
+    (client.course / "service.toml").write_text('final = "best"\n')
+    assert finalize(client.course) == [("ada", "ch1", one)] and submitted.read_bytes() == first  # the best
+    stamp = (client.course / "submitted" / "ada" / "ch1" / "timestamp.txt").read_text()
+    assert stamp.startswith(store.attempt(one).received_at.strftime("%Y-%m-%d %H:%M:%S"))  # with its own time
+    assert calls == [(None, ["ada"])] * 2

@@ -59,9 +59,10 @@ class GradeSummary:
         return self.graded / self.seconds if self.seconds > 0 else 0.0
 
 
-def grade(course_dir: Path, *, assignment: str | None = None, student: str | None = None, workers: int = 2,
+def grade(course_dir: Path, *, assignment: str | None = None, student: str | list[str] | None = None, workers: int = 2,
           progress: bool = True, limits: Limits | None = None, seed: int | None = None,
-          force: bool = False, scheduler: object = None, meanwhile: Callable[[], object] | None = None) -> GradeSummary:
+          force: bool = False, scheduler: object = None, meanwhile: Callable[[], object] | None = None,
+          engine: object = None) -> GradeSummary:
     """Grade every submitted notebook in course_dir/submitted/<student>/<assignment>/<nb>.ipynb not yet graded.
 
     Resumable: an interrupted run, run again, grades only what is not committed yet.
@@ -69,14 +70,17 @@ def grade(course_dir: Path, *, assignment: str | None = None, student: str | Non
     a fresh secret per run). `scheduler`: a dask.distributed Client or scheduler address
     ("tcp://host:8786") to run the notebooks on a Dask cluster, `workers` tasks at a time
     (the gradebook is still written here). `meanwhile` is called once while the sandboxes start (what the
-    caller does after grading, prepared in time this process would spend waiting). Raises EngineError for a course that cannot be
+    caller does after grading, prepared in time this process would spend waiting). `engine`: a kept
+    `scheduler.Engine` (keep=True, the submission service's) whose workers and judge stay warm between runs; its
+    own limits, workers and scheduler then apply, and each run draws a fresh secret. Raises EngineError for a course that cannot be
     graded (e.g. an assignment not released into the gradebook); never for a student's file.
     """
     from autograder.engine import store
     from autograder.engine.scheduler import Engine
 
     started = time.perf_counter()
-    engine = Engine(Path(course_dir), limits, seed, workers, scheduler, meanwhile)
+    if engine is None:
+        engine = Engine(Path(course_dir), limits, seed, workers, scheduler, meanwhile)
     subs = store.discover(engine.course_dir, assignment, student)
     if force:  # the run starts its sandboxes before the gradebook (nbgrader's import) is needed
         todo = subs

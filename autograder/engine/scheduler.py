@@ -46,12 +46,15 @@ class Engine:
     """One grading run over a course directory."""
 
     def __init__(self, course_dir: Path, limits: Limits | None, seed: int | None, workers: int,
-                 scheduler: object = None, meanwhile: Callable[[], object] | None = None) -> None:
+                 scheduler: object = None, meanwhile: Callable[[], object] | None = None, keep: bool = False) -> None:
         self.cfg = config.load(course_dir)
         self.course_dir = self.cfg.root
         default = Limits(cell_seconds=self.cfg.cell_timeout) if self.cfg.cell_timeout else Limits()
         self.limits = limits or default
         self.seed = seed if seed is not None else secrets.randbits(62)
+        self.fresh_seed = seed is None  # a kept engine draws a fresh secret for each run
+        self.keep = keep  # the workers and the judge outlive a run, warm for the next (`close` ends them)
+        self.pool = None
         self.workers = max(1, workers)
         self.scheduler = scheduler  # None: local workers; else a Dask Client or scheduler address
         self.meanwhile = meanwhile  # called once while the workers start
@@ -70,15 +73,25 @@ class Engine:
     def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
         """Grade `todo`; returns (graded, failed)."""
         self.graded = self.failed = 0
+        if self.pool is not None and self.fresh_seed:  # a warm engine's next run: trials no earlier run drew
+            self.seed = self.preparer.run_seed = secrets.randbits(62)
+        self.stats.clear()
+        self.phases.clear()
         self.queue = CostlyFirst(todo)
         self.bar = _progress(len(todo), progress)
-        self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
-            cgroups.Parent(None, "no cgroup (no sandbox)")
-        self.judge.cgroup = self.cgroup.path  # the judge's memory bound: a cgroup of its own there, else RLIMIT_DATA
-        pool, ready = None, False  # the workers start their sandboxes (the longest start) first, then the judge
-        try:  # imports the checks, while this process reads the gradebook
-            pool = self._spawn_pool(min(self.workers, len(todo)), len(todo))
-            self.judge.start()
+        pool, ready = self.pool, self.pool is not None  # a kept engine's workers are ready
+        if ready:
+            self.worker_start_s = 0.0
+        if pool is None:
+            self.cgroup = cgroups.setup(self.limits.cgroup) if self.limits.sandbox != "none" else \
+                cgroups.Parent(None, "no cgroup (no sandbox)")
+            self.judge.cgroup = self.cgroup.path  # the judge's memory bound: a cgroup of its own there, else RLIMIT_DATA
+        finished = False
+        try:  # the workers start their sandboxes (the longest start) first, then the judge imports the checks,
+            if pool is None:  # while this process reads the gradebook
+                pool = self._spawn_pool(self.workers if self.keep else min(self.workers, len(todo)),
+                                        None if self.keep else len(todo))
+                self.judge.start()
             from nbgrader.api import Gradebook  # after the start: importing it takes a while
 
             with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
@@ -105,13 +118,24 @@ class Engine:
                         continue
                     for w, msg in pool.wait(1.0) if ready else []:
                         self._collect(gb, pool, w, msg)
+            finished = True
         finally:
-            if pool is not None:
-                pool.close()
-            self.judge.close()
-            cgroups.teardown(self.cgroup)
+            self.pool = pool if self.keep and finished else None
+            if self.pool is None:  # a run that stopped part-way leaves nothing warm: the next one starts afresh
+                self._close(pool)
             self.bar.close()
         return self.graded, self.failed
+
+    def close(self) -> None:
+        """End a kept engine's workers, judge and cgroup."""
+        pool, self.pool = self.pool, None
+        self._close(pool)
+
+    def _close(self, pool) -> None:
+        if pool is not None:
+            pool.close()
+        self.judge.close()
+        cgroups.teardown(self.cgroup)
 
     def init_message(self, notebooks: int | None = None) -> dict:
         """What every worker needs: its limits, threads, sandbox uids (root), the run's cgroup, and whether its

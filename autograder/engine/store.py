@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,16 +53,19 @@ class Submission:
         return f"{self.student}/{self.assignment}/{self.notebook}"
 
 
-def discover(course_dir: Path, assignment: str | None = None, student: str | None = None) -> list[Submission]:
-    """Every (student, assignment, notebook) with a submission folder, in a stable order."""
+def discover(course_dir: Path, assignment: str | None = None,
+             student: str | Collection[str] | None = None) -> list[Submission]:
+    """Every (student, assignment, notebook) with a submission folder, in a stable order (`student`: one id, or a
+    collection of ids)."""
     from autograder.record import releases
 
+    students = {student} if isinstance(student, str) else set(student) if student is not None else None
     course_dir = Path(course_dir).resolve()
     submitted = course_dir / "submitted"
     other = releases.graded_by(course_dir)  # collect's record of the submissions of another release
     out = []
     for sdir in sorted(p for p in submitted.glob("*") if p.is_dir()) if submitted.is_dir() else []:
-        if student is not None and sdir.name != student:
+        if students is not None and sdir.name not in students:
             continue
         for adir in sorted(p for p in sdir.glob("*") if p.is_dir()):
             if assignment is not None and adir.name != assignment:

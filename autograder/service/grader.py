@@ -46,12 +46,14 @@ class Grader:
     """Grades the store's queue in a background thread until `stop`."""
 
     def __init__(self, course_dir: Path, store: Store, workers: int = 2, scheduler: str | None = None,
-                 accept_only: bool = False) -> None:
+                 accept_only: bool = False, keep_warm: bool = True) -> None:
         self.course_dir = Path(course_dir)
         self.store = store
         self.workers = workers
         self.scheduler = scheduler
         self.accept_only = accept_only
+        self.keep_warm = keep_warm
+        self.engine = None  # the kept engine (autograder.engine.scheduler.Engine), made on the first round
         self.status = Status(workers=workers)
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -71,6 +73,8 @@ class Grader:
         self.wake.set()
         if self.thread is not None:
             self.thread.join(timeout=600)
+        if self.engine is not None:
+            self.engine.close()
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
@@ -98,13 +102,15 @@ class Grader:
         for a in batch:  # the attempt's bytes are in submitted/ (again: a stop may have come between the copies)
             data = self.store.upload_path(a.id, a.student, a.assignment).read_bytes()
             self.store.place(a.student, a.assignment, a.notebook, data, a.received_at)
-        one = batch[0] if len(batch) == 1 else None
+        chapters = {a.assignment for a in batch}
         error = None
-        try:
-            done = Course(self.course_dir).grade(one.assignment if one else None, one.student if one else None,
+        try:  # force=False: what is graded already (a log committed before a stop) is not graded again
+            done = Course(self.course_dir).grade(chapters.pop() if len(chapters) == 1 else None,
+                                                 sorted({a.student for a in batch}),
                                                  workers=self.workers, force=False, progress=False,
-                                                 **({"scheduler": self.scheduler} if self.scheduler else {}))
-            self.status.worker_start_s = getattr(done.summary, "worker_start_s", None)
+                                                 **self.engine_options())
+            start = getattr(done.summary, "worker_start_s", None)
+            self.status.worker_start_s = start if start else self.status.worker_start_s
         except CourseError as exc:
             error = str(exc)
             self.status.error(f"grading stopped: {error}")
@@ -125,6 +131,17 @@ class Grader:
         self.status.grading = []
         self.status.last_round_s = time.perf_counter() - started
 
+    def engine_options(self) -> dict:
+        """What `Course.grade` passes to the engine: a kept engine (`keep_warm`), whose workers and judge stay
+        up between rounds, so a round pays no start-up; else the scheduler for a fresh one."""
+        if not self.keep_warm:
+            return {"scheduler": self.scheduler} if self.scheduler else {}
+        if self.engine is None:  # a round that stopped part-way leaves it cold; the next warms it again
+            from autograder.engine.scheduler import Engine
+
+            self.engine = Engine(self.course_dir, None, None, self.workers, self.scheduler, keep=True)
+        return {"engine": self.engine}
+
     def _requeue_or_fail(self, batch: list[Attempt], why: str) -> None:
         for a in batch:
             current = self.store.attempt(a.id)
@@ -135,3 +152,35 @@ class Grader:
             else:
                 with self.store.tx() as db:
                     db.execute("UPDATE attempts SET state = 'queued' WHERE id = ? AND state = 'grading'", (a.id,))
+
+
+def finalize(course_dir: Path, assignment: str | None = None, workers: int = 2) -> list[tuple[str, str, str]]:
+    """The attempts that count (service.toml's `final`: the last on-time one, or the best) put back in submitted/
+    with their times, and graded by `Course.grade` where that changes the file (an attempt graded before is graded
+    again, with a fresh secret: the gradebook then holds what counts). Run it once the service is stopped, after
+    the due date. Returns (student, assignment, attempt id) of each attempt that counts."""
+    from autograder import config
+    from autograder.course import Course
+    from autograder.service import settings as settings_mod
+    from autograder.service import views
+
+    course_dir = Path(course_dir)
+    chosen = settings_mod.load(course_dir)
+    cfg = config.load(course_dir)
+    store = Store(course_dir)
+    counted = []
+    try:
+        pairs = {(a.student, a.assignment) for a in store.attempts(limit=10**9)
+                 if assignment is None or a.assignment == assignment}
+        for student, chapter in sorted(pairs):
+            a = views.counting(store, chosen, cfg, student, chapter)
+            if a is None:
+                continue
+            data = store.upload_path(a.id, a.student, a.assignment).read_bytes()
+            store.place(a.student, a.assignment, a.notebook, data, a.received_at)
+            counted.append((student, chapter, a.id))
+    finally:
+        store.close()
+    if counted:
+        Course(course_dir).grade(assignment, sorted({s for s, _, _ in counted}), workers=workers, force=False)
+    return counted

@@ -8,7 +8,6 @@ A token is shown once, in the CSV written for the LMS's mail merge (student, tok
 """
 from __future__ import annotations
 
-import csv
 import os
 import re
 from dataclasses import dataclass
@@ -91,11 +90,12 @@ def listing(course_dir: Path) -> list[tuple[str, str, str, str]]:
 
 
 def write_csv(issued: list[Issued], path: Path, server: str = "") -> Path:
-    """student,token,server for a mail merge, readable by its owner only (it holds secrets)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", newline="") as f:
-        w = csv.writer(f, quoting=csv.QUOTE_ALL)
-        w.writerow(["student", "token", "server"])
-        for i in issued:
-            w.writerow([i.who, i.token, server])
+    """student,token,server for a mail merge (autograder's one CSV writer), readable by its owner only."""
+    from autograder.export import write_csv as write
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))  # its mode before any secret is in it
+    os.chmod(path, 0o600)  # a file that was there keeps its mode through O_CREAT
+    write(path, ["student", "token", "server"], [[i.who, i.token, server] for i in issued])
     return path
