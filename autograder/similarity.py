@@ -1,8 +1,11 @@
 """Similar submissions: every pair of students per assignment, compared on the code they wrote.
 
-What is compared is each student's own code: for every solution cell, the lines of their
-cell that are not the release's (difflib against the released cell: the signature, the
-docstring and the stub are the course's, not theirs), concatenated in notebook order. The
+What is compared is each student's own code, what their notebook runs that the release does
+not have: for every answer cell, the lines of their cell that are not the released cell's
+(difflib: the signature, the docstring and the stub are the course's, not theirs), and for every
+other code cell (one they added, or a release cell they changed) the lines that are not the
+release's code; test and locked cells are left out (the grader runs the release's). Code pasted
+into a cell of one's own below an untouched stub is compared like an answer. The
 comparison is copydetect's (winnowed k-gram fingerprints of the code after Pygments
 tokenising, with names, strings and comments folded, as in MOSS): the release's own code is
 boilerplate, and so is code that many students share (a fingerprint found in more than
@@ -10,8 +13,10 @@ boilerplate, and so is code that many students share (a fingerprint found in mor
 converged on), as MOSS's `-m` does. The common-code rule cannot hide copying: a pair
 whose code is the same (identical after the folding) or nearly all shared (`NEAR` of each
 one's code, the release's code left out) is reported whatever the rule drops, so a copy
-ring of any size is found, in a small class too (where "more than a quarter of the class"
-is two students). Such pairs rank first; the others by how many characters of uncommon
+ring of any size whose members' code is the same or nearly all shared is found, every pair
+of it, in a small class too (where "more than a quarter of the class" is two students);
+a ring whose members rewrite more than that is found only through its uncommon code (tests/
+test_manual_similarity.py::test_a_copy_ring_of_any_size_is_found). Such pairs rank first; the others by how many characters of uncommon
 code they share, then by the larger of the two similarity fractions; the report
 is one HTML page (no script, nothing remote) with the pairs ranked and, for each, the two
 students' code side by side with the shared passages highlighted.
@@ -63,26 +68,33 @@ class Pair:
 
 
 def own_code(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode) -> str:
-    """The lines of the student's code solution cells that the release does not have, cell by cell."""
-    released = {cells.grade_id(c): c.source for c in release.cells if cells.grade_id(c)}
+    """What the student's notebook runs that the release does not have, cell by cell: of an answer cell, the lines
+    that are not the released cell's; of any other code cell (one they added, or a release cell they changed), the
+    lines that are not the release's code. Test and locked cells are left out: the grader runs the release's."""
+    by_id = {cells.grade_id(c): c for c in release.cells if cells.grade_id(c)}
+    release_lines = [line for c in release.cells if c.get("cell_type") == "code" for line in str(c.source).splitlines()]
     parts = []
-    for cell in submitted.cells:
-        gid = cells.grade_id(cell)
-        if cell.get("cell_type") != "code" or gid is None or gid not in released or not cells.is_solution(cell):
+    for k, cell in enumerate(submitted.cells):
+        if cell.get("cell_type") != "code":
             continue
+        gid = cells.grade_id(cell)
+        released = by_id.get(gid) if gid is not None else None
+        if released is not None and not cells.is_solution(released):
+            continue  # a test or locked cell: restored from the release before it runs
         theirs = str(cell.source).splitlines()
-        stub = released[gid].splitlines()
+        against = str(released.source).splitlines() if released is not None else release_lines
         lines = []
-        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, stub, theirs, autojunk=False).get_opcodes():
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, against, theirs, autojunk=False).get_opcodes():
             if tag in ("insert", "replace"):
                 lines.extend(theirs[j1:j2])
         if any(line.strip() for line in lines):
-            parts.append(f"# ---- {gid}\n" + "\n".join(lines))
+            parts.append(f"# ---- {gid if released is not None else f'cell {k + 1}'}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n" if parts else ""
 
 
 def collect_work(course_dir: Path, assignment: str) -> list[Work]:
-    """Every submitted student's own code for `assignment` (all its notebooks)."""
+    """Every submitted student's own code for `assignment` (all its notebooks), each notebook against its own
+    release where the course keeps it (autograder.record.releases), else today's."""
     course_dir = Path(course_dir)
     releases = {p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
     from autograder.collect import read_bounded
@@ -96,7 +108,7 @@ def collect_work(course_dir: Path, assignment: str) -> list[Work]:
             nb, cuts = read_bounded(folder / f"{name}.ipynb")  # bounded whoever wrote the file
             notes += cuts
             if nb is not None:
-                code.append(own_code(nb, release))
+                code.append(own_code(nb, _own_release(course_dir, assignment, name, nb) or release))
         text = "".join(code)
         if len(text.encode()) > OWN_CODE_BYTES:
             notes.append(f"own code of {len(text.encode()) // 1024} KiB: compared on its first {OWN_CODE_BYTES // 1024} KiB")
@@ -106,6 +118,18 @@ def collect_work(course_dir: Path, assignment: str) -> list[Work]:
     return [w for w in out if w.code] + [w for w in out if not w.code]
 
 
+def _own_release(course_dir: Path, assignment: str, notebook: str, nb: nbformat.NotebookNode):
+    """The kept release notebook `nb` was made from (by its locked and test cells), or None."""
+    from autograder.record import releases
+
+    try:
+        version = releases.identify(course_dir, assignment, notebook, nb).version
+        found = next((k for k in releases.kept(course_dir, assignment, notebook) if k.version == version), None)
+        return nbformat.read(found.student, as_version=4) if found is not None else None
+    except Exception:  # noqa: BLE001 - a release that cannot be read: today's is the reference
+        return None
+
+
 def _fingerprint(code: str, boilerplate=None):
     from copydetect import CodeFingerprint
 
@@ -113,9 +137,13 @@ def _fingerprint(code: str, boilerplate=None):
 
 
 def _release_code(course_dir: Path, assignment: str) -> str:
+    """The code of every student notebook of `assignment` the course released: today's and every kept release's."""
+    from autograder.record import releases
+
     out = []
     for path in sorted((Path(course_dir) / "release" / assignment).glob("*.ipynb")):
-        out += [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        for p in [path] + [k.student for k in releases.kept(course_dir, assignment, path.stem) if k.student.is_file()]:
+            out += [c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"]
     return "\n\n".join(out)
 
 

@@ -215,6 +215,61 @@ def test_own_code_leaves_out_the_release(collected) -> None:
     assert "_check_inputs" in works["hedy"].code and "validate" in works["tim"].code
 
 
+PASTED = '''def attend(M, WQ, WK, WV):
+    queries = torch.einsum("hkj,tj->htk", WQ, M)
+    keys = torch.einsum("hkj,tj->htk", WK, M)
+    scores = torch.einsum("htk,hsk->hts", queries, keys) / math.sqrt(WQ.shape[1])
+    weights = torch.softmax(scores, dim=-1)
+    values = torch.einsum("hij,sj->hsi", WV, M)
+    out = torch.einsum("hts,hsi->thi", weights, values)
+    return out.reshape(M.shape[0], -1)
+
+
+self_attention = attend
+'''
+
+
+def test_code_pasted_below_an_untouched_stub_is_compared(collected, tmp_path) -> None:
+    """Issue 32.5: ivan and judy leave every stub untouched and paste the same solution into a new cell below the first
+    one (it runs, and earns the marks): the report ranks them as a pair (on main both had no own code and were
+    dropped); test and locked cells, which the grader restores, are not theirs."""
+    course_dir = copy(collected, tmp_path)
+    release = nbformat.read(course_dir / "release" / "ch1" / f"{NB}.ipynb", as_version=4)
+    at = next(k for k, c in enumerate(release.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "self_attention")
+    for student in ("ivan", "judy"):
+        nb = nbformat.from_dict(release)
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(PASTED))
+        test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_self_attention")
+        test.source += f"\n# {student} was here, and here, and here: an edited test cell runs as released\n"
+        (course_dir / "submitted" / student / "ch1").mkdir(parents=True)
+        nbformat.write(nb, course_dir / "submitted" / student / "ch1" / f"{NB}.ipynb")
+    assert similarity.own_code(nb, release).count("einsum") == 5 and "was here" not in similarity.own_code(nb, release)
+    pairs, _, _ = similarity.run(course_dir, "ch1")
+    pair = next((p for p in pairs["ch1"] if {p.a, p.b} == {"ivan", "judy"}), None)
+    assert pair is not None and pair.kind == "identical"
+
+
+def test_a_copy_ring_of_any_size_is_found() -> None:
+    """docs/security.md: in a class of eight, a ring of 2 to 8 students with the same code (names changed) is found,
+    every pair of it, ranked before any other pair, however common the ring makes its code; so is a ring whose
+    members each add a line of their own (nearly all shared)."""
+    own = {s: f"def h(values):\n    out = {k}\n    for v in values[{k}:]:\n        out = out * {k + 2} - v ** {k + 3}\n"
+              f"    return [out % {k + 5}, out // {k + 7}]\n" for k, s in enumerate("abcdefgh")}
+    ring = ("def score(rows, width):\n    total = []\n    for r in rows:\n        acc = 0.0\n"
+            "        for i, x in enumerate(r[:width]):\n            acc += (x - i) ** 2 / (1 + i)\n"
+            "        total.append(acc ** 0.5)\n    return sorted(total, reverse=True)[: width // 2]\n")
+    for size in range(2, 9):
+        members = "abcdefgh"[:size]
+        for extra in (False, True):
+            works = [similarity.Work(s, "ch1", (ring.replace("acc", f"acc_{s}") + (f"print('{s}' * {ord(s)})\n"
+                                                                                   if extra else ""))
+                                     if s in members else own[s]) for s in "abcdefgh"]
+            pairs = similarity.compare(works)
+            found = [(p.a, p.b) for p in pairs[:size * (size - 1) // 2]]
+            assert sorted(found) == sorted((a, b) for i, a in enumerate(members) for b in members[i + 1:]), (size, extra)
+            assert all(p.kind for p in pairs[:len(found)]), (size, extra)
+
+
 def test_common_code_is_not_evidence() -> None:
     shared = "def f(x):\n    total = 0\n    for item in x:\n        total = total + item * item\n    return total\n"
     own = "def g(values):\n    seen = {}\n    for k, v in enumerate(values):\n        seen[v] = seen.get(v, []) + [k]\n" \
