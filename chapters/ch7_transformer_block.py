@@ -361,16 +361,20 @@ beta1, beta2 = torch.randn(units, generator=g, dtype=torch.float64), torch.randn
 out = feed_forward(M, W1, beta1, W2, beta2)
 expect_shape(out, (T, J), "feed_forward(M[3,4], W1[6,4], beta1[6], W2[4,6], beta2[4])")
 expect_like(out, M, "feed_forward")
-# By hand, J = 1, two hidden units: W1 = [[1], [-1]], beta1 = [0, -1], W2 = [[1, 1]], beta2 = [-2] on M = [[3]]:
-# hidden = ReLU([3, -3 - 1]) = [3, 0], output = 3 + 0 - 2 = 1.
+# By hand, J = 1, two hidden units: W1 = [[1], [-1]], beta1 = [0, -1], W2 = [[1, 1]], beta2 = [-5] on M = [[3]]:
+# hidden = ReLU([3, -3 - 1]) = [3, 0], output = 3 + 0 - 5 = -2. Each slip gives its own value, named below.
 hand = feed_forward(torch.tensor([[3.0]], dtype=torch.float64), torch.tensor([[1.0], [-1.0]], dtype=torch.float64),
                     torch.tensor([0.0, -1.0], dtype=torch.float64), torch.tensor([[1.0, 1.0]], dtype=torch.float64),
-                    torch.tensor([-2.0], dtype=torch.float64))
-if torch.allclose(hand, torch.tensor([[0.0]], dtype=torch.float64)):
-    raise Explained("On the hand-checked example you return 0 where 1 is expected: the output went through a ReLU "
-                    "too. The ReLU is between the two layers only.")
-expect_close(hand, torch.tensor([[1.0]], dtype=torch.float64), "feed_forward on the hand-checked example (expected [[1]])",
-             hint="beta1 is added before the ReLU, beta2 after the second layer.")
+                    torch.tensor([-5.0], dtype=torch.float64))
+for value, slip in ((0.0, "the output went through a ReLU too; the ReLU is between the two layers only"),
+                    (-3.0, "beta1 was added after the ReLU; it goes inside, ReLU(M W1^T + beta1)"),
+                    (-6.0, "nothing is between the two layers; the hidden layer is ReLU(M W1^T + beta1)"),
+                    (3.0, "beta2 is missing; it is added after the second layer")):
+    if isinstance(hand, torch.Tensor) and hand.shape == (1, 1) and abs(float(hand[0, 0]) - value) < 1e-9:
+        raise Explained(f"On the hand-checked example you return {value:g} where -2 is expected: {slip}.")
+expect_close(hand, torch.tensor([[-2.0]], dtype=torch.float64), "feed_forward on the hand-checked example (expected [[-2]])",
+             hint="The hidden layer is ReLU(M W1^T + beta1), the ReLU being max(0, x) coordinate by coordinate (no "
+                  "other nonlinearity), and the output is hidden W2^T + beta2.")
 expect_close(feed_forward(M[[2, 0, 1]], W1, beta1, W2, beta2), out[[2, 0, 1]], "feed_forward(M[perm])",
              hint="Every position goes through the same layer on its own.")
 ### BEGIN HIDDEN TESTS

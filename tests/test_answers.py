@@ -219,3 +219,39 @@ def test_the_visible_form_checks_state_the_questions_the_judge_asks() -> None:
         assert given["inputs"] == dict(question.inputs) and given["defines"] == dict(question.defines), name
         assert tuple(given.get("operands") or ()) == tuple(question.operands or ()), name
         assert set(given.get("functions") or ()) == set(question.functions), name
+
+
+def test_the_feed_forward_test_names_the_slip_it_sees() -> None:
+    """Issue 33.5: Chapter 7's visible test of feed_forward says what each wrong layer did on its hand-checked example
+    (on main every slip was hinted 'beta1 is added before the ReLU': a sigmoid for the ReLU too); the book's mistakes
+    and two more (a sigmoid for the ReLU, no nonlinearity) each get the sentence that names them."""
+    import torch
+
+    import attnlab.testing
+
+    nb = _source("ch7")
+    test = next(c for c in nb.cells if cells.grade_id(c) == "test_feed_forward")
+    visible = cells.strip_hidden_tests(test.source)
+    reference = next(cells.without_solution_markers(c.source) for c in solution_cells(nb)
+                     if cells.grade_id(c) == "feed_forward")
+    said = {"a ReLU after the second layer too": "the output went through a ReLU too",
+            "beta1 added after the ReLU": "beta1 was added after the ReLU"}
+    sources = {w.why: apply(nb, w) for w in wrong_for("ch7") if w.cell == "feed_forward"}
+    sources = {why: next(c.source for c in changed.cells if cells.grade_id(c) == "feed_forward")
+               for why, changed in sources.items()}
+    assert set(sources) == set(said)  # a new mistake of this cell gets its sentence here
+    sources["a sigmoid for the ReLU"] = reference.replace("torch.relu(", "torch.sigmoid(")
+    said["a sigmoid for the ReLU"] = "max(0, x) coordinate by coordinate (no other nonlinearity)"
+    sources["no nonlinearity"] = reference.replace("torch.relu(M @ W1.T + beta1)", "(M @ W1.T + beta1)")
+    said["no nonlinearity"] = "nothing is between the two layers"
+    for why, source in [("the reference", reference), *sources.items()]:
+        space = {"torch": torch, "math": __import__("math"), **vars(attnlab.testing)}
+        exec(cells.without_solution_markers(source), space)  # noqa: S102 - the chapter's own cells
+        try:
+            exec(visible, space)  # noqa: S102
+        except attnlab.testing.Explained as exc:
+            assert why != "the reference", exc
+            assert said[why] in str(exc) and (why == "beta1 added after the ReLU" or "beta1 was" not in str(exc)), \
+                (why, str(exc))
+        else:
+            assert why == "the reference", f"{why}: the visible test passed"
