@@ -8,6 +8,7 @@ engine on two submissions when the engine is installed.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import nbformat
 import pytest
@@ -102,10 +103,10 @@ def canvas(name: str, user: int, att: int, file: str, late: bool = False) -> str
     ("smith_jr_777_1_ch1_parallel_time.ipynb", ("smith_jr", "777", False, "ch1_parallel_time")),
 ])
 def test_canvas_names_map_to_student_and_notebook(filename, expected) -> None:
-    entry = collect.Entry(filename, collect.PurePosixPath(filename), b"", collect.dt.datetime(2025, 1, 1))
+    entry = collect.Entry(filename, PurePosixPath(filename), b"", dt.datetime(2025, 1, 1))
     placed = collect.classify(entry, {"ch1": ["ch1_parallel_time"]})
     assert isinstance(placed, collect.Placed), placed
-    assert (placed.student, placed.lms_user_id, placed.late, placed.notebook) == expected
+    assert (placed.student, placed.identity.id, placed.late, placed.notebook) == expected
 
 
 @pytest.mark.parametrize("path, problem", [
@@ -119,7 +120,7 @@ def test_canvas_names_map_to_student_and_notebook(filename, expected) -> None:
     ("ada/ch1/notes.md", "not a notebook"),
 ])
 def test_unplaceable_files_say_why(path, problem) -> None:
-    entry = collect.Entry(path, collect.PurePosixPath(path), b"", collect.dt.datetime(2025, 1, 1))
+    entry = collect.Entry(path, PurePosixPath(path), b"", dt.datetime(2025, 1, 1))
     result = collect.classify(entry, {"ch1": ["ch1_parallel_time"]})
     assert isinstance(result, collect.Problem) and problem in result.reason, result
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -17,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, collect, course
+from autograder import cli, collect, course, notebook_guard
+from autograder.collect import layouts
 from coursenb import cells
 from coursenb.chapters import select
 from tests import nbgrader_support as nbs
@@ -104,11 +106,11 @@ def test_a_students_zip_cannot_place_files_for_others(course_dir, tmp_path) -> N
                                             "mallory_1066_200_work.zip": inner})
     result = collect.collect(course_dir, [src])
     assert (course_dir / "submitted" / "ada" / "ch1" / f"{NB}.ipynb").read_bytes() == good
-    assert submitted(course_dir) == [f"ada/ch1/{NB}.ipynb", f"mallory/ch1/{NB}.ipynb"]
-    assert {p.student for p, _ in result.placed} == {"ada", "mallory"}
-    assert (course_dir / "submitted" / "mallory" / "ch1" / f"{NB}.ipynb").read_bytes() == evil
-    # the three entries are one student's files for one notebook: two are reported as superseded
-    assert sum("duplicate of mallory" in reason for _, reason in result.problems) == 2
+    assert submitted(course_dir) == [f"ada/ch1/{NB}.ipynb"]
+    assert {p.student for p, _ in result.placed} == {"ada"}
+    # each entry names another owner from inside mallory's upload: a problem of mallory's, never ada's file
+    nested = [reason for _, reason in result.problems if "named like ada's" in reason]
+    assert len(nested) == 3 and all(r.startswith("mallory's upload holds") for r in nested), result.problems
 
 
 def test_bad_student_ids_are_refused_and_nothing_leaves_submitted(course_dir, tmp_path) -> None:
@@ -136,6 +138,37 @@ def test_terminal_escapes_never_reach_the_terminal(capsys, course_dir, tmp_path)
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert raw not in out + err
     assert "\\x1b" in out  # shown, escaped, so the instructor sees what was there
+
+
+# ----------------------------------------------------------------------------- a new LMS is one class
+
+
+class Acme(layouts.Layout):
+    """A made-up LMS that names every upload `u<user id>@@<file name>`: the whole of what adding it takes."""
+
+    kind = "acme"
+    expected = "Acme's u<user id>@@<file name>"
+    NAME = re.compile(r"u(?P<user>\d+)@@(?P<file>.+)")
+
+    @classmethod
+    def claim(cls, parts, i, entry, ctx):
+        if i != len(parts) - 1 or not (m := cls.NAME.fullmatch(parts[i])):
+            return None
+        return layouts.owned(f"acme{m['user']}", m["file"], (), entry.timestamp, identity=layouts.Identity(cls.kind, m["user"]))
+
+
+def test_a_new_lms_layout_is_one_class(course_dir, tmp_path, monkeypatch) -> None:
+    """Registered in the one list of layouts, Acme's names are read, a renamed notebook is placed by its content, and
+    a Canvas upload whose file name is Acme's for another user is that user's nested owner: not placed."""
+    monkeypatch.setattr(layouts, "LAYOUTS", [*layouts.LAYOUTS[:-1], Acme, layouts.LAYOUTS[-1]])
+    course_dir = fresh(course_dir, tmp_path)
+    nb = release_bytes(course_dir)
+    src = lms_zip(tmp_path / "acme.zip", {f"u42@@{NB}.ipynb": nb, "u43@@my homework.ipynb": nb,
+                                          f"mallory_7_1_u42@@{NB}.ipynb": nb})
+    result = collect.collect(course_dir, [src])
+    assert submitted(course_dir) == [f"acme42/ch1/{NB}.ipynb", f"acme43/ch1/{NB}.ipynb"]
+    assert {str(p.identity) for p, _ in result.placed} == {"acme:42", "acme:43"}
+    assert any("named like acme42's (acme layout)" in reason for _, reason in result.problems), result.problems
 
 
 # ----------------------------------------------------------------------------- zips
@@ -183,8 +216,8 @@ def test_deeply_nested_json_is_a_bad_file_not_a_crash(course_dir, tmp_path) -> N
     result = collect.collect(course_dir, [src])
     assert submitted(course_dir) == []
     reasons = [reason for _, reason in result.problems]
-    assert any("nests more than 64 levels" in r for r in reasons) and any("nested too deeply" in r for r in reasons)
-    assert collect.json_depth(b'{"a": "[[[[", "b": [[1], {"c": "\\"]"}]}') == 3
+    assert sum("nests more than 64 levels deep" in r for r in reasons) == 2, reasons
+    assert notebook_guard.nesting(json.loads('{"a": "[[[[", "b": [[1], {"c": "\\"]"}]}')) == 3
 
 
 # ----------------------------------------------------------------------------- times and late marks

@@ -11,20 +11,17 @@ strange notebook: every repair is written down as a note for the grading log.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder import notebook_guard
+from autograder.notebook_guard import MAX_BYTES, MAX_CELLS, MAX_DEPTH, MAX_OBJECTS, UnreadableNotebook  # noqa: F401 (the engine's names)
 from coursenb.cells import grade_id, has_hidden_tests, is_locked, is_solution, secret_lines, strip_hidden_tests
 
 if TYPE_CHECKING:  # nbformat (and jsonschema with it, 0.1 s) is imported where a notebook is read or made, so
     from nbformat import NotebookNode  # that a grading run starts its sandboxes before it
-
-
-class UnreadableNotebook(ValueError):
-    """The submitted file is not a notebook (empty, not JSON, not nbformat)."""
 
 
 @dataclass
@@ -41,78 +38,9 @@ class Restored:
         return [k for k, c in enumerate(self.nb.cells) if c.cell_type == "code"]
 
 
-MAX_DEPTH = 64  # a notebook nests about 6 levels; collect refuses files deeper than this too
-MAX_BYTES = 64 << 20  # a submitted file (collect's cap too)
-MAX_OBJECTS = 500_000  # JSON objects in it (a chapter's notebook has a few thousand)
-MAX_CELLS = 10_000  # cells (a chapter has about a hundred)
-
-
-def nesting(data: object, limit: int = MAX_DEPTH) -> int:
-    """How deeply lists and dicts nest in parsed JSON (counting stops past `limit`); no recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    return deepest
-            stack.extend((x, depth + 1) for x in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
-class _TooManyObjects(ValueError):
-    pass
-
-
-def _counted(limit: int):
-    """A json object_pairs_hook that builds dicts and stops the parse past `limit` of them."""
-    left = [limit]
-
-    def hook(pairs: list) -> dict:
-        left[0] -= 1
-        if left[0] < 0:
-            raise _TooManyObjects
-        return dict(pairs)
-
-    return hook
-
-
 def read_submission(path: Path) -> NotebookNode:
-    """The submitted notebook at `path`, or UnreadableNotebook saying why not."""
-    import nbformat
-
-    try:
-        size = Path(path).stat().st_size
-        if size > MAX_BYTES:
-            raise UnreadableNotebook(f"the file holds {size >> 20} MiB, more than {MAX_BYTES >> 20} MiB: not graded")
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise UnreadableNotebook(f"the file cannot be read ({exc.strerror})") from None
-    if not raw.strip():
-        raise UnreadableNotebook("the file is empty")
-    try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_counted(MAX_OBJECTS))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UnreadableNotebook(f"the file is not JSON ({str(exc)[:80]}), so not a notebook") from None
-    except RecursionError:
-        raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook") from None
-    except _TooManyObjects:
-        raise UnreadableNotebook(f"the file holds more than {MAX_OBJECTS} JSON objects (a notebook of a chapter has "
-                                 f"a few thousand): not graded") from None
-    if nesting(data) > MAX_DEPTH:  # every later reader (nbformat, copies, feedback) would recurse that deep
-        raise UnreadableNotebook(f"the file's JSON nests more than {MAX_DEPTH} levels deep, so not a notebook")
-    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
-        raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
-    if len(data.get("cells", ())) > MAX_CELLS:
-        raise UnreadableNotebook(f"the notebook has {len(data['cells'])} cells, more than {MAX_CELLS}: not graded")
-    try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-    except Exception as exc:  # noqa: BLE001 - every nbformat failure means the same to a student
-        raise UnreadableNotebook(f"the file is not a valid notebook ({str(exc)[:80]})") from None
-    if not isinstance(nb.get("cells"), list):
-        raise UnreadableNotebook("the notebook has no cells")
-    return nb
+    """The submitted notebook at `path`, read through the one guard on notebook bytes, or UnreadableNotebook."""
+    return notebook_guard.read_file(path)
 
 
 def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
@@ -230,11 +158,11 @@ def _anchor(cells: list[NotebookNode], candidates: list[str], after: bool) -> in
 def _unique_ids(nb: NotebookNode) -> None:
     """Give every cell a unique, valid nbformat 4.5 id (students duplicate cells)."""
     nb.nbformat, nb.nbformat_minor = 4, max(5, int(nb.get("nbformat_minor", 5)))
-    valid = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
+    valid = re.compile(r"[a-zA-Z0-9-_]{1,64}")  # nbformat 4.5's cell id (fullmatch)
     seen: set[str] = set()
     for k, cell in enumerate(nb.cells):
         cid = cell.get("id")
-        if not isinstance(cid, str) or not valid.match(cid) or cid in seen:
+        if not isinstance(cid, str) or not valid.fullmatch(cid) or cid in seen:
             cid = f"cell-{k}"
             while cid in seen:
                 cid += "x"
