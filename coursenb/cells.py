@@ -37,7 +37,7 @@ SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
 # The call a hidden test makes, by name: hidden_check("ch1.self_attention", self_attention).
 HIDDEN_CHECK = "hidden_check"
 # nbgrader's schema 3 rule for a grade_id.
-GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")
+GRADE_ID = re.compile(r"[a-zA-Z0-9_\-]*")  # used with fullmatch: a trailing newline is no id
 
 
 @functools.cache

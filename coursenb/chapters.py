@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # nbformat (and nbgrader, through cells) are imported where a
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 FORMAT = "py:percent"
-PATTERN = re.compile(r"^ch(\d+)_\w+\.py$")
+PATTERN = re.compile(r"ch(\d+)_\w+\.py")  # a chapter's file name (fullmatch)
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 # What the text keeps of a notebook: no notebook header, only these cell metadata.
 TEXT_METADATA = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "nbgrader,tags"}
@@ -70,7 +70,7 @@ class Chapter:
 
 def select(names: Iterable[str] | None = None, folder: Path = CHAPTERS) -> list[Chapter]:
     """The chapters in book order, optionally only those whose assignment id is in `names`."""
-    found = sorted((Chapter(p) for p in folder.glob("ch*_*.py") if PATTERN.match(p.name)), key=lambda c: c.number)
+    found = sorted((Chapter(p) for p in folder.glob("ch*_*.py") if PATTERN.fullmatch(p.name)), key=lambda c: c.number)
     if names is None:
         return found
     wanted = set(names)
@@ -84,7 +84,7 @@ def select(names: Iterable[str] | None = None, folder: Path = CHAPTERS) -> list[
 def is_chapter_source(path: Path) -> bool:
     """Whether `path` is a chapter's text source."""
     path = Path(path)
-    return bool(PATTERN.match(path.name)) and path.resolve().parent == CHAPTERS.resolve()
+    return bool(PATTERN.fullmatch(path.name)) and path.resolve().parent == CHAPTERS.resolve()
 
 
 def reads(text: str) -> NotebookNode:

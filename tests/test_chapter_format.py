@@ -83,7 +83,7 @@ def test_nbgrader_metadata_is_valid_schema_3(chapter: Chapter) -> None:
     MetadataValidatorV3().validate_nb(nb)  # raises on any invalid cell
     ids = [c.metadata.nbgrader["grade_id"] for c in _grade_cells(nb)]
     assert len(ids) == len(set(ids)), f"duplicate grade_id in {chapter.path.name}"
-    assert all(cells.GRADE_ID.match(i) for i in ids)
+    assert all(cells.GRADE_ID.fullmatch(i) for i in ids)
     for cell in _grade_cells(nb):
         meta = cell.metadata.nbgrader
         assert meta["schema_version"] == 3
