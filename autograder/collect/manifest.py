@@ -61,8 +61,8 @@ def _from_json(cls, value: object):
     if not isinstance(value, dict):
         return None
     value = dict(value)
-    if value.get("lms_user_id") and not value.get("identity"):
-        value["identity"] = str(Identity("canvas", str(value["lms_user_id"])))
+    if not value.get("identity"):
+        value["identity"] = str(Identity("canvas", str(value["lms_user_id"]))) if value.get("lms_user_id") else None
     names = {f.name for f in fields(cls)}
     try:
         return cls(**{k: v for k, v in value.items() if k in names})
