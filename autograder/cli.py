@@ -5,6 +5,7 @@
     autograder collect SRC [SRC ...]          # a folder (nbgrader submitted/ layout) or an LMS zip
     autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
     autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d
+    autograder attempts [STUDENT [--assignment chN] [--choose N]] [--rule last|last-on-time]
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN] [--lms canvas|moodle -o ZIP]
     autograder export --format csv|canvas -o FILE [--cells]
@@ -149,6 +150,41 @@ def _local_time(when, course_dir: Path) -> str:
     except config.ConfigError:
         tz = None
     return when.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if when is not None else "-"
+
+
+def cmd_attempts(args: argparse.Namespace) -> int:
+    """A student's attempts (every upload collect kept, with its time) and the one graded; pin one; the rule."""
+    from autograder import late
+
+    course = Course(args.course)
+    rule = course.attempt_rule(args.rule.replace("_", "-") if args.rule else None)
+    if args.rule:
+        _print(f"the graded attempt is now {rule} (a pinned attempt stays graded); collect applies it")
+    if not args.student:
+        if not args.rule:
+            _print(f"the graded attempt: {rule}; autograder attempts STUDENT lists one student's")
+        return 0
+    if args.choose is not None:
+        number = None if args.choose.strip().lower() == "none" else int(args.choose) if args.choose.isdigit() else -1
+        if number == -1:
+            raise CourseError(f"--choose takes an attempt's number (see the listing) or none, not {args.choose!r}")
+        choice = course.choose_attempt(args.student, args.assignment, number)
+        _print(f"{args.student}: graded attempt {'pinned' if choice.pinned else 'back to the rule: ' + choice.why}, "
+               f"uploaded {_local_time(choice.attempt.uploaded_at, args.course)}; placed in submitted/ "
+               "(autograder grade grades it)")
+    cfg = course.config()
+    from autograder.record import extensions
+
+    for assignment, notebook, kept, choice in course.attempts(args.student, args.assignment):
+        due = extensions.due_for(args.course, args.student, assignment).due
+        rows = [[str(k), _local_time(a.uploaded_at, args.course), late.lateness(a.uploaded_at, due, a.lms_late,
+                                                                               cfg.late).describe(),
+                 a.origin, ("graded: " + choice.why) if a == choice.attempt else ""]
+                for k, a in enumerate(kept, start=1)]
+        _print(table(["#", "uploaded", "lateness", "from", ""], rows,
+                     title=f"{args.student}'s {notebook}: {len(kept)} attempt(s) (rule: {rule}; due "
+                           f"{_when(due, args.course)})"))
+    return 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -451,6 +487,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--file-times", action="store_true",
                    help="time a folder's notebooks that have no timestamp.txt by their modification time (without "
                         "it they are not timed, so never late)")
+
+    p = add("attempts", cmd_attempts, "a student's attempts (every upload, with its time) and the one graded; pin one")
+    p.add_argument("student", nargs="?", metavar="STUDENT")
+    p.add_argument("--assignment", help="only this assignment (e.g. ch1)")
+    p.add_argument("--choose", metavar="N", help="grade attempt N of the listing, whatever later collects bring ("
+                                                 "'none' goes back to the course's rule)")
+    p.add_argument("--rule", choices=["last", "last-on-time"],
+                   help="the course's rule for the graded attempt: the last upload (default) or the last on time")
 
     p = add("grade", cmd_grade, "grade every collected, not yet graded notebook (resumable)")
     p.add_argument("--student", help="only this student")

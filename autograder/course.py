@@ -265,11 +265,13 @@ def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> No
 
 
 def _collect(course_dir: Path, sources: list[Path], **options):  # -> collect.CollectResult
-    """collect.collect, then the release of each notebook it placed recognised (a note for another release's)."""
+    """collect.collect; each notebook it placed kept as an attempt and the graded one placed (a pin, the course's
+    rule); then the release of each recognised (a note for another release's)."""
     from autograder import collect
-    from autograder.record import releases
+    from autograder.record import attempts, releases
 
     result = collect.collect(course_dir, sources, **options)
+    result.notes += attempts.record_collected(course_dir, [p for p, _ in result.placed])
     result.notes += releases.record_collected(course_dir, [(p.student, p.assignment, p.notebook, p.entry.origin)
                                                            for p, _ in result.placed])
     return result
@@ -680,6 +682,54 @@ class Course:
         if not written:
             raise CourseError("no graded notebook matches --student/--assignment")
         return written
+
+    def attempts(self, student: str, assignment: str | None = None) -> list:
+        """Every kept attempt of `student`'s notebooks (optionally one assignment's): (assignment, notebook, attempts
+        oldest first, the one graded: record.attempts.Choice)."""
+        from autograder.record import attempts
+
+        self.require()
+        self.require_assignment(assignment)
+        out = []
+        for a in [assignment] if assignment else self.assignments():
+            for nb in sorted(p.stem for p in (self.root / "source" / a).glob("*.ipynb")):
+                kept = attempts.every(self.root, student, a, nb)
+                if kept:
+                    out.append((a, nb, kept, attempts.graded(self.root, student, a, nb)))
+        if not out:
+            raise CourseError(f"no attempt of {student!r}{' for ' + assignment if assignment else ''} is kept: "
+                              "collect keeps every upload it places")
+        return out
+
+    def choose_attempt(self, student: str, assignment: str | None, number: int | None):  # -> attempts.Choice
+        """Pin attempt `number` (1 = the oldest) of `student`'s notebook as the graded one (None: back to the course's
+        rule) and place it in submitted/, so the next grading grades it; the pin survives later collects."""
+        from autograder.record import attempts, releases
+
+        found = self.attempts(student, assignment)
+        if len(found) > 1:
+            raise CourseError(f"{student} has attempts in {', '.join(a for a, _, _, _ in found)}: give --assignment")
+        a, nb, _, _ = found[0]
+        try:
+            attempts.pin(self.root, student, a, nb, number)
+        except attempts.AttemptError as exc:
+            raise CourseError(str(exc)) from None
+        choice = attempts.graded(self.root, student, a, nb)
+        attempts.place(self.root, student, a, nb, choice.attempt)
+        releases.record_collected(self.root, [(student, a, nb, choice.attempt.origin)])
+        return choice
+
+    def attempt_rule(self, name: str | None = None) -> str:
+        """The course's rule for the graded attempt ('last' or 'last-on-time'), set to `name` when given."""
+        from autograder.record import attempts
+
+        self.require()
+        if name is not None:
+            try:
+                attempts.set_rule(self.root, name)
+            except attempts.AttemptError as exc:
+                raise CourseError(str(exc)) from None
+        return attempts.rule(self.root)
 
     def hand_back(self, lms: str, assignment: str | None, out: Path | None = None):  # -> handback.HandedBack
         """The feedback pages of one assignment in the LMS's own bulk-upload zip (default COURSE/<chN>_feedback_<lms>.zip),

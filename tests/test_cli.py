@@ -862,3 +862,48 @@ def test_an_old_release_is_warned_at_collect_and_graded_by_its_own(capsys, relea
     assert scores["ada"] == scores["alan"] == (TOTAL, TOTAL), scores
     log = next(lg for lg in gradinglog.read_all(course_dir) if lg.student == "ada")
     assert any(f"own release {v1}" in n for n in log.notes)
+
+
+# ----------------------------------------------------------------------------- attempts
+
+def test_an_on_time_attempt_pinned_survives_later_collects(capsys, released, tmp_path) -> None:
+    """Every upload collect places is kept with its time; `attempts --choose` pins the on-time one and a later collect
+    of the zip with the accidental late upload leaves it graded (on main the next collect switched back silently);
+    `--rule last-on-time` picks it without a pin."""
+    course_dir = fresh(released, tmp_path)
+    assert run(capsys, "deadlines", "--due", "ch1=2025-01-31 23:00", "--course", course_dir)[0] == 0
+    on_time = (released / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+    nb = nbformat.reads(on_time.decode(), as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("an accidental second upload"))
+    late = nbformat.writes(nb).encode()
+    first, full = tmp_path / "first.zip", tmp_path / "full.zip"
+    with zipfile.ZipFile(first, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 100, f"{NB}.ipynb"), (2025, 1, 31, 20, 0, 0)), on_time)
+    with zipfile.ZipFile(full, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 100, f"{NB}.ipynb"), (2025, 1, 31, 20, 0, 0)), on_time)
+        zf.writestr(zipfile.ZipInfo(canvas("doejane", 11, 105, f"{NB}-1.ipynb", late=True), (2025, 2, 1, 10, 0, 0)), late)
+    graded_file = course_dir / "submitted" / "doejane" / "ch1" / f"{NB}.ipynb"
+    stamp = graded_file.parent / "timestamp.txt"
+    assert run(capsys, "collect", first, "--course", course_dir)[0] == 0
+    assert run(capsys, "collect", full, "--course", course_dir)[0] == 0
+    assert graded_file.read_bytes() == late  # the rule is the last upload (nbgrader's)
+    code, out, err = run(capsys, "attempts", "doejane", "--course", course_dir)
+    assert code == 0, err
+    assert re.search(r"1\s+2025-01-31 20:00 UTC\s+on time\s+first.zip", out), out
+    assert re.search(r"2\s+2025-02-01 10:00 UTC\s+11 h late\s+full.zip\S*\s+graded: the last", out), out
+    code, out, err = run(capsys, "attempts", "doejane", "--choose", "1", "--course", course_dir)
+    assert code == 0, err
+    assert graded_file.read_bytes() == on_time and stamp.read_text().startswith("2025-01-31 20:00:00")
+    code, out, _ = run(capsys, "collect", full, "--course", course_dir)
+    assert code == 0 and "graded instead: the one uploaded 2025-01-31 20:00 UTC (pinned by the instructor" in out
+    assert graded_file.read_bytes() == on_time and stamp.read_text().startswith("2025-01-31 20:00:00")
+    assert re.search(r"1\s+2025-01-31 20:00 UTC.*graded: pinned", run(capsys, "attempts", "doejane", "--course",
+                                                                      course_dir)[1])
+    assert run(capsys, "attempts", "doejane", "--choose", "none", "--course", course_dir)[0] == 0
+    assert graded_file.read_bytes() == late
+    assert run(capsys, "attempts", "--rule", "last-on-time", "--course", course_dir)[0] == 0
+    code, out, _ = run(capsys, "collect", full, "--course", course_dir)
+    assert code == 0 and "(the last on time (a later one came after the due date)" in out
+    assert graded_file.read_bytes() == on_time
+    code, _, err = run(capsys, "attempts", "doejane", "--choose", "3", "--course", course_dir)
+    assert code == 1 and "attempts 1 to 2" in err
