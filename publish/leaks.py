@@ -478,37 +478,26 @@ class Findings:
 
 
 def _value_checks(checks: dict) -> dict[str, object]:
-    """Checks whose answer is a value judged on its own (symbolic, equation), not a function of trials."""
-    from autograder.checks.base import FunctionCheck, ValueCheck
-
-    return {name: c for name, c in checks.items() if not isinstance(c, (FunctionCheck, ValueCheck))}
+    """Checks whose answer is a text judged whole (symbolic, equation), not a function of trials
+    (each check says so: `autograder.checks.base.Check.whole_answer`)."""
+    return {name: c for name, c in checks.items() if getattr(c, "whole_answer", True)}
 
 
 def _value_function(check: object) -> Callable[..., object] | None:
-    """The reference of a check whose answer is a function returning a number (a ValueCheck, or a
-    FunctionCheck whose reference is annotated `-> int` or `-> float`, such as a count built on an
-    upstream function); None for functions of tensors and for answers that are not functions."""
-    from autograder.checks.base import FunctionCheck, ValueCheck
-
-    if isinstance(check, ValueCheck):
-        return check.reference
-    if isinstance(check, FunctionCheck):
-        fn = getattr(check.reference, "fn", check.reference)  # upstream checks wrap their reference
-        with contextlib.suppress(TypeError, ValueError):
-            if inspect.signature(fn).return_annotation in ("int", "float", int, float):
-                return fn
-    return None
+    """The reference of a check whose answer is a function returning a number (a count, a size: the
+    check's `value_function`); None for functions of tensors and for answers that are not functions."""
+    value_function = getattr(check, "value_function", None)
+    return value_function() if value_function is not None else None
 
 
 def _answer_names(checks: dict) -> dict[str, set[str]]:
-    """Chapter -> the names of its value answers (symbolic, equation, and functions returning numbers)."""
-    from autograder.checks.base import FunctionCheck
+    """Chapter -> the names of its value answers (symbolic, equation, functions returning numbers, behaviours)."""
+    from autograder.checks.base import ChapterId
 
     names: dict[str, set[str]] = {}
     for name, check in checks.items():
-        chapter, _, short = name.partition(".")
-        if not isinstance(check, FunctionCheck) or _value_function(check) is not None:
-            names.setdefault(chapter, set()).add(short)
+        if check.shows_a_value:
+            names.setdefault(ChapterId.of(name), set()).add(name.split(".", 1)[1])
     return names
 
 
@@ -955,12 +944,10 @@ def text_fragments(text: str) -> dict[str, str]:
 
 def kit_fragments(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], checks: dict) -> list[str]:
     """Fragments of equation answers that the kit shows and the chapters' public text does not."""
-    from autograder.checks.base import EquationCheck
-
     fragments: dict[str, tuple[str, str]] = {}
     for name, check in checks.items():
-        if isinstance(check, EquationCheck):
-            for form, what in answer_fragments(check.question.reference).items():
+        if (equations := check.index_equations) is not None:
+            for form, what in answer_fragments(equations).items():
                 fragments.setdefault(form, (name, what))
     public: set[str] = set()
     for nb in sources.values():

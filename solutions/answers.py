@@ -1,6 +1,8 @@
-"""The symbolic questions, by check name: the variables an answer may use and the relations between
-the sizes that the question states (the checker uses them). The reference answer itself is the
-chapter's (its solution cell, loaded as `solutions.chN.NAME`): it is never written here.
+"""The symbolic questions, by check name: the relations between the sizes that each question states
+(the checker uses them). The variables an answer may use are stated once, in the chapter's visible
+form check (`expect_answer(SOFTMAX_TIME, ["T", "K"], ...)`: the student's side cannot import this
+package), and read from there. The reference answer itself is the chapter's (its solution cell,
+loaded as `solutions.chN.NAME`): it is never written here.
 
 Relations are strings such as "K <= J" or "J = H*I" (a product of powers on each side; a
 size the answer may not use, like I, may appear). `attnlab.symbolic.check_answer` takes
@@ -8,9 +10,12 @@ them as `relations=`; see its module docstring for what they change.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 from typing import NamedTuple
+
+FORM_CHECK = "expect_answer"  # the kit's visible form check, which states a question's variables
 
 
 class Question(NamedTuple):
@@ -32,34 +37,53 @@ class Reference(NamedTuple):
 # and a head's query/key and value sizes are at most the width, K <= J, I <= J.
 HEADS_KEYS = ("J = H*I", "I <= J", "K <= J")
 
-QUESTIONS: dict[str, Question] = {
-    "ch1.PARALLEL_TIME_SERIAL": Question(("L", "T", "H", "J", "K"), HEADS_KEYS),
-    "ch1.PARALLEL_TIME_LOG": Question(("L", "T", "H", "J", "K"), HEADS_KEYS),
-    "ch1.SOFTMAX_TIME": Question(("T", "K")),
-    "ch1.SOFTMAX_TIME_PRACTICE": Question(("T", "K")),
-    "ch1.LAYER_TIME": Question(("T", "J", "K"), HEADS_KEYS),
-    "ch1.LAYER_TIME_PRACTICE": Question(("T", "J", "K"), HEADS_KEYS),
-    "ch1.LAYER_WORK": Question(("T", "H", "J", "K"), HEADS_KEYS),
-    "ch1.SCORES_MEMORY": Question(("T", "H", "J", "K"), HEADS_KEYS),
-    "ch2.SPATIAL_TIME_LAYER": Question(("X", "Y", "H", "J", "K"), HEADS_KEYS),
-    "ch2.SPATIAL_TIME": Question(("L", "X", "Y", "H", "J", "K"), HEADS_KEYS),
-    "ch3.EQUAL_WHEN": Question(("K", "J")),
-    "ch6.CNN_TIME": Question(("L", "T")),
-    "ch6.RNN_TIME": Question(("L", "T")),
-    "ch6.ATTENTION_TIME": Question(("L", "T")),
-    "ch6.RNN_PATH": Question(("L", "T")),
-    "ch6.CNN_PATH": Question(("L", "T")),
-    "ch6.ATTENTION_PATH": Question(("L", "T")),
-    "ch7.BLOCK_TIME": Question(("T", "J")),
-    "ch7.BLOCK_WORK": Question(("T", "J")),
+# Each question by check name, with the relations it states.
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "ch1.PARALLEL_TIME_SERIAL": HEADS_KEYS,
+    "ch1.PARALLEL_TIME_LOG": HEADS_KEYS,
+    "ch1.SOFTMAX_TIME": (),
+    "ch1.SOFTMAX_TIME_PRACTICE": (),
+    "ch1.LAYER_TIME": HEADS_KEYS,
+    "ch1.LAYER_TIME_PRACTICE": HEADS_KEYS,
+    "ch1.LAYER_WORK": HEADS_KEYS,
+    "ch1.SCORES_MEMORY": HEADS_KEYS,
+    "ch2.SPATIAL_TIME_LAYER": HEADS_KEYS,
+    "ch2.SPATIAL_TIME": HEADS_KEYS,
+    "ch3.EQUAL_WHEN": (),
+    "ch6.CNN_TIME": (),
+    "ch6.RNN_TIME": (),
+    "ch6.ATTENTION_TIME": (),
+    "ch6.RNN_PATH": (),
+    "ch6.CNN_PATH": (),
+    "ch6.ATTENTION_PATH": (),
+    "ch7.BLOCK_TIME": (),
+    "ch7.BLOCK_WORK": (),
 }
+
+
+def question(name: str) -> Question:
+    """Question `name` as stated: the variables of its chapter's form check, and its relations."""
+    chapter, variable = name.split(".")
+    return Question(stated_variables(chapter)[variable], QUESTIONS[name])
+
+
+@functools.cache
+def stated_variables(chapter: str) -> dict[str, tuple[str, ...]]:
+    """{answer name: its variables} as the chapter's visible form checks state them,
+    `expect_answer(NAME, ["T", "K"], "NAME")` (read from the chapter's source, never run)."""
+    from coursenb.chapters import select
+
+    tree = ast.parse(select([chapter])[0].path.read_text(encoding="utf-8"))
+    return {node.args[0].id: tuple(ast.literal_eval(node.args[1])) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == FORM_CHECK
+            and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)}
 
 
 def reference(name: str) -> Reference:
     """Question `name` ("ch1.SOFTMAX_TIME") with the chapter's answer (`solutions.ch1.SOFTMAX_TIME`)."""
     chapter, variable = name.split(".")
     answer = getattr(importlib.import_module(f"solutions.{chapter}"), variable)
-    return Reference(answer, *QUESTIONS[name])
+    return Reference(answer, *question(name))
 
 
 @functools.cache

@@ -576,12 +576,10 @@ def test_grader_passes_relations() -> None:
     pytest.importorskip("torch")
     from attnlab.grading import Outcome
     from autograder.checks import CHECKS
-    from autograder.judge import _judge_answer
-
     check = CHECKS["ch1.PARALLEL_TIME_SERIAL"]
     assert check.relations == ANSWERS["ch1.PARALLEL_TIME_SERIAL"].relations
-    assert _judge_answer(check, [Outcome(value="L*(J + T + H)")]).passed
-    assert not _judge_answer(check, [Outcome(value="L*(K + T)")]).passed
+    assert check.verdict([], [Outcome(value="L*(J + T + H)")]).passed
+    assert not check.verdict([], [Outcome(value="L*(K + T)")]).passed
 
 
 # --------------------------------------------------------------------------- LaTeX in a non-raw string

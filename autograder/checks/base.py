@@ -1,8 +1,24 @@
-"""The kinds of hidden check, and helpers to draw trial inputs.
+"""The protocol every hidden check follows, its five kinds, and the trial grid.
 
-A check kind decides what the trials are and what `reference(*trial)` gives (what a right answer
-sends back): `FunctionCheck` calls the student's function, `ValueCheck` compares a value exactly,
-`AnswerCheck` judges a symbolic Θ-order, `EquationCheck` judges index equations numerically.
+A hidden check (`Check`) offers four things, and nothing outside this module asks which kind it is:
+
+* `draw(seed)`: its trials, drawn from the notebook's secret seed (what the judge holds);
+* `public(trial)`: the part of a trial the student's process is sent;
+* `expected(trials)`: what a right answer sends back (the reference's outcomes);
+* `verdict(trials, outcomes, passed)`: the decision, one sentence a student can act on;
+
+and, for the leak audit (`publish.leaks`), what of its answer a page could give away
+(`variables`, `whole_answer`, `value_function`, `index_equations`).
+
+The kinds: `FunctionCheck` calls the student's function and compares each output with the
+reference's, `ValueCheck` compares a value exactly, `AnswerCheck` judges a symbolic Θ-order,
+`EquationCheck` judges index equations numerically, `BehaviourCheck` decides from all the
+outputs at once (a design question with many right answers).
+
+How to add a chapter's checks: one module `autograder/checks/chN.py` that defines
+`CHECKS: dict[str, Check]` (its trials drawn with `grid` over a `Sizes`), registered by being there
+(`autograder.checks.CHAPTERS` lists the modules); its symbolic questions are declared in
+`solutions.answers.QUESTIONS`.
 
 How to pose an equation answer (a derivation whose answer is a set of index equations)
 -------------------------------------------------------------------------------------
@@ -72,13 +88,128 @@ shaped like the reference's own results on the same arguments).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
+from autograder.checks.compare import compare, describe, judge_composition
+
 DTYPES = (torch.float32, torch.float64)
 
+
+# --------------------------------------------------------------------------- names
+
+class ChapterId(str):
+    """A chapter's id, "ch4": the part of a check name before its first dot ("ch4.blank_head")."""
+
+    def __new__(cls, text: str) -> ChapterId:
+        if not text or "." in text:
+            raise ValueError(f"not a chapter id: {text!r}")
+        return super().__new__(cls, text)
+
+    @classmethod
+    def of(cls, name: str) -> ChapterId:
+        """The chapter of check `name` ("ch4.blank_head" -> "ch4")."""
+        return cls(name.split(".", 1)[0])
+
+    def check(self, short: str) -> str:
+        """The full name of this chapter's check `short` ("blank_head" -> "ch4.blank_head")."""
+        return f"{self}.{short}"
+
+
+def short_name(name: str) -> str:
+    """The name a check has inside its chapter ("ch4.blank_head" -> "blank_head")."""
+    return name.split(".", 1)[1]
+
+
+# --------------------------------------------------------------------------- the protocol
+
+@dataclass(frozen=True)
+class Verdict:
+    """Pass or fail, with one sentence a student can act on."""
+
+    passed: bool
+    message: str
+
+
+class Check:
+    """One hidden check: its trials, their public part, the reference's outcome on each, and the judge.
+
+    Every kind below implements this; the judge (`autograder.judge`), the judge process
+    (`autograder.engine.judging`) and the leak audit (`publish.leaks`) use nothing else.
+    """
+
+    upstream: tuple[str, ...] = ()  # earlier functions of the chapter that the graded one calls
+    variables: tuple[str, ...] = ()  # the names a text answer may use (a symbolic question's sizes)
+
+    def draw(self, seed: int) -> list[tuple]:
+        """The trials, drawn from the notebook's secret `seed` (the judge holds them whole)."""
+        gen = torch.Generator().manual_seed(seed)
+        return list(self.trials(gen))  # type: ignore[attr-defined]
+
+    def public(self, trial: tuple) -> tuple:
+        """What the student's function is called on for `trial`."""
+        return tuple(trial)
+
+    def expected(self, trials: Sequence[tuple]) -> list[object]:
+        """What a right answer sends back on `trials` (one value per trial: the reference's outputs)."""
+        return [self.reference(*trial) for trial in trials]  # type: ignore[attr-defined]
+
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """The decision from the student's outcomes on `trials` (`passed`: the notebook's checks already passed,
+        by their names inside the chapter)."""
+        raise NotImplementedError
+
+    def tolerances(self, dtype: torch.dtype) -> tuple[float, float]:
+        """(rtol, atol) for floating outputs of this dtype: exact unless the kind says otherwise."""
+        return 0.0, 0.0
+
+    # ---- what the leak audit may look for (publish.leaks)
+    whole_answer = False  # the answer is a text judged whole (a symbolic order, index equations)
+
+    def value_function(self) -> Callable[..., object] | None:
+        """The reference, where the answer is a function returning a number (a count, a size): its values
+        at the chapter's sizes must not appear in a page."""
+        return None
+
+    @property
+    def index_equations(self) -> str | None:
+        """The reference index equations, where the answer is such a set."""
+        return None
+
+    @property
+    def shows_a_value(self) -> bool:
+        """Whether the answer is a value (not a function of tensors): a cell naming it shows it in its outputs."""
+        return True
+
+
+def _trial_by_trial(check: Check, trials: Sequence[tuple], outcomes: Sequence[Any],
+                    problem: Callable[[tuple, object], str | None]) -> Verdict:
+    """Fail on the first trial whose outcome raised or whose `problem(args, value)` is a sentence."""
+    from attnlab.grading import split_record_request
+
+    if len(outcomes) != len(trials):
+        return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+    for i, (trial, outcome) in enumerate(zip(trials, outcomes)):
+        args, _ = split_record_request(tuple(trial))
+        where = f"on trial {i + 1} of {len(trials)} ({describe(args)})"
+        if outcome.error is not None:
+            return Verdict(False, f"your function raised {outcome.error} {where}")
+        if said := problem(args, outcome.value):
+            return Verdict(False, f"{said} {where}")
+    return Verdict(True, f"all {len(trials)} trials match the reference")
+
+
+def _one_text(outcomes: Sequence[Any]) -> object | None:
+    """The one value a text answer sends, or None when there is none."""
+    if len(outcomes) != 1 or outcomes[0].error is not None:
+        return None
+    return outcomes[0].value
+
+
+# --------------------------------------------------------------------------- drawing trials
 
 def devices() -> list[torch.device]:
     """The CPU, and CUDA when present."""
@@ -99,7 +230,58 @@ def qkv(gen: torch.Generator, H: int, K: int, I: int, J: int, *, dtype: torch.dt
 
 
 @dataclass(frozen=True)
-class FunctionCheck:
+class Draw:
+    """Seeded draws in one cell of the trial grid: one dtype on one device."""
+
+    gen: torch.Generator
+    dtype: torch.dtype
+    device: torch.device
+
+    def randn(self, *shape: int, scale: float = 1.0) -> torch.Tensor:
+        """A standard normal tensor of `shape` (times `scale`)."""
+        return randn(self.gen, *shape, dtype=self.dtype, device=self.device, scale=scale)
+
+    def qkv(self, H: int, K: int, I: int, J: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """W^Q[H,K,J], W^K[H,K,J], W^V[H,I,J], scaled by 1/sqrt(J)."""
+        return qkv(self.gen, H, K, I, J, dtype=self.dtype, device=self.device)
+
+    def ids(self, high: int, *shape: int) -> torch.Tensor:
+        """Integer ids in [0, high) of `shape` (int64)."""
+        return torch.randint(0, high, shape, generator=self.gen).to(self.device)
+
+    def perm(self, n: int) -> torch.Tensor:
+        """A random permutation of range(n), on the CPU."""
+        return torch.randperm(n, generator=self.gen)
+
+    def seed(self) -> int:
+        """A seed for something the trial builds itself (a fresh module's parameters)."""
+        return int(torch.randint(2**31 - 1, (1,), generator=self.gen))
+
+
+Built = tuple | list[tuple]  # a grid builder gives one trial or several
+
+
+def grid(gen: torch.Generator, sizes: Iterable[tuple], build: Callable[..., Built]) -> list[tuple]:
+    """`build(draw, *size)` for every device, dtype and size, in that order (one trial or a list of them each)."""
+    sizes = list(sizes)
+    trials: list[tuple] = []
+    for device in devices():
+        for dtype in DTYPES:
+            for size in sizes:
+                made = build(Draw(gen, dtype, device), *size)
+                trials.extend(made if isinstance(made, list) else [made])
+    return trials
+
+
+def small_ints(gen: torch.Generator, n: int, low: int, high: int) -> list[int]:
+    """`n` integers drawn uniformly from [low, high)."""
+    return torch.randint(low, high, (n,), generator=gen).tolist()
+
+
+# --------------------------------------------------------------------------- the kinds
+
+@dataclass(frozen=True)
+class FunctionCheck(Check):
     """Call the student's function on seeded trials and compare with the reference.
 
     `upstream`: names of earlier student functions that the graded one calls (`("self_attention",)`
@@ -121,9 +303,25 @@ class FunctionCheck:
                 self.upstream_reference(name)
             object.__setattr__(self, "reference", _IgnoreRecordRequest(self.reference))
 
+    def draw(self, seed: int) -> list[tuple]:
+        """The trials; with upstream functions, each ends with the recording request `{RECORD: [names]}`
+        (the student's process calls the function without it: `attnlab.grading.run_trials`)."""
+        from attnlab.grading import RECORD
+
+        trials = super().draw(seed)
+        return [(*args, {RECORD: list(self.upstream)}) for args in trials] if self.upstream else trials
+
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """Each output equal to the reference's within tolerance (or to the reference composed over the
+        student's own upstream functions)."""
+        if not self.upstream:
+            return _trial_by_trial(self, trials, outcomes, lambda args, value: compare(value, self.reference(*args), self))
+        agreeing = frozenset(n for n in self.upstream if n in passed)
+        return _trial_by_trial(self, trials, outcomes, lambda args, value: judge_composition(self, args, value, agreeing))
+
     def upstream_reference(self, name: str) -> Callable[..., object]:
         """The reference's own `name`: the default of its keyword argument `name`."""
-        fn = self.reference.fn if isinstance(self.reference, _IgnoreRecordRequest) else self.reference
+        fn = self.reference.fn if type(self.reference) is _IgnoreRecordRequest else self.reference
         param = inspect.signature(fn).parameters.get(name)
         if param is None or param.kind not in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD) or \
                 not callable(param.default):
@@ -138,6 +336,19 @@ class FunctionCheck:
         rtol.update(self.rtol or {})
         atol.update(self.atol or {})
         return rtol.get(dtype, 0.0), atol.get(dtype, 0.0)
+
+    def value_function(self) -> Callable[..., object] | None:
+        """The reference, if it is annotated to return a number (a count built on an upstream count)."""
+        fn = getattr(self.reference, "fn", self.reference)  # upstream checks wrap their reference
+        try:
+            returns = inspect.signature(fn).return_annotation
+        except (TypeError, ValueError):
+            return None
+        return fn if returns in ("int", "float", int, float) else None
+
+    @property
+    def shows_a_value(self) -> bool:
+        return self.value_function() is not None
 
 
 class _IgnoreRecordRequest:
@@ -155,21 +366,46 @@ class _IgnoreRecordRequest:
 
 
 @dataclass(frozen=True)
-class AnswerCheck:
+class ValueCheck(Check):
+    """A plain value (an integer, say) compared exactly, or a function of small ints."""
+
+    reference: Callable[..., object]
+    trials: Callable[[torch.Generator], list[tuple]]
+
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """Each value equal to the reference's."""
+        return _trial_by_trial(self, trials, outcomes, lambda args, value: compare(value, self.reference(*args), self))
+
+    def value_function(self) -> Callable[..., object] | None:
+        return self.reference
+
+
+@dataclass(frozen=True)
+class AnswerCheck(Check):
     """A symbolic answer: a Θ-order (or an equation) in named variables, under the question's
     relations between the sizes (such as "K <= J")."""
 
     reference: str
     variables: tuple[str, ...]
     relations: tuple[str, ...] = ()
+    whole_answer = True
 
+    def draw(self, seed: int) -> list[tuple]:
+        """None: the answer is a text, not a function."""
+        return []
 
-@dataclass(frozen=True)
-class ValueCheck:
-    """A plain value (an integer, say) compared exactly, or a function of small ints."""
+    def expected(self, trials: Sequence[tuple]) -> list[object]:
+        """The reference answer, once (it has no trials)."""
+        return [self.reference]
 
-    reference: Callable[..., object]
-    trials: Callable[[torch.Generator], list[tuple]]
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """The order of the answer equal to the reference's under the question's relations (`attnlab.symbolic`)."""
+        from attnlab.symbolic import check_answer
+
+        if (answer := _one_text(outcomes)) is None:
+            return Verdict(False, "no answer was given")
+        result = check_answer(answer, self.reference, self.variables, relations=self.relations)
+        return Verdict(result.ok, result.message)
 
 
 @dataclass(frozen=True)
@@ -214,25 +450,42 @@ class EquationQuestion:
         out: set[str] = set()
         for text in [*self.inputs.values(), *self.defines.values()]:
             s = spec(text)
-            out |= {a for a in s.axes if isinstance(a, str)}
-            if isinstance(s.values, str):
+            out |= {a for a in s.axes if type(a) is str}
+            if type(s.values) is str:
                 out.add(s.values)
         for text in self.functions.values():
             args, result = function_spec(text)
-            out |= {a for a in (*args, result) if isinstance(a, str)}
+            out |= {a for a in (*args, result) if type(a) is str}
         return frozenset(out)
 
 
 @dataclass(frozen=True)
-class EquationCheck:
+class EquationCheck(Check):
     """Index equations, judged numerically against the question's reference (`autograder.equation_judge`)."""
 
     question: EquationQuestion
+    whole_answer = True
+
+    def draw(self, seed: int) -> list[tuple]:
+        """One empty trial: the answer is a value, judged here."""
+        return [()]
 
     def reference(self) -> str:
         """What a right answer sends: the reference equations (the check's one trial takes no argument)."""
         return self.question.reference
 
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """The equations evaluated on random tensors equal to the reference's, tensor by tensor."""
+        from autograder.equation_judge import judge_equations
+
+        if (answer := _one_text(outcomes)) is None:
+            return Verdict(False, "no answer was given")
+        decision = judge_equations(self.question, answer)
+        return Verdict(decision.passed, decision.message)
+
+    @property
+    def index_equations(self) -> str | None:
+        return self.question.reference
 
 
 class Passed(str):
@@ -240,7 +493,7 @@ class Passed(str):
 
 
 @dataclass(frozen=True)
-class BehaviourCheck:
+class BehaviourCheck(Check):
     """A check decided by one function of all the outcomes, not by comparing each with one output: a
     design question with many right answers, graded by what the answer does, or a value whose feedback
     must say what is wrong without showing the reference.
@@ -261,8 +514,21 @@ class BehaviourCheck:
     private: int = 0
 
     def public(self, trial: tuple) -> tuple:
-        """What the student's function is called on."""
-        return trial[:len(trial) - self.private]
+        """What the student's function is called on: the trial without its private items."""
+        return tuple(trial[:len(trial) - self.private])
+
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+        """`verify` on every output, once none raised."""
+        if len(outcomes) != len(trials):
+            return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+        for i, (args, outcome) in enumerate(zip(trials, outcomes)):
+            if outcome.error is not None:
+                where = f"on trial {i + 1} of {len(trials)} ({describe(self.public(args))})"
+                return Verdict(False, f"your function raised {outcome.error} {where}")
+        problem = self.verify(trials, [o.value for o in outcomes])
+        if type(problem) is Passed:
+            return Verdict(True, str(problem))
+        return Verdict(problem is None, problem or f"all {len(trials)} trials behave as asked")
 
 
 def received(value: object) -> tuple[torch.Tensor, str] | None:
@@ -270,12 +536,8 @@ def received(value: object) -> tuple[torch.Tensor, str] | None:
     side, None for anything else."""
     from attnlab.wire import Received
 
-    if isinstance(value, Received):
+    if type(value) is Received:
         return value.tensor, value.device_type
     if type(value) is torch.Tensor:
         return value.detach().cpu(), value.device.type
     return None
-
-
-
-Check = FunctionCheck | AnswerCheck | ValueCheck | EquationCheck | BehaviourCheck

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, FunctionCheck, devices, qkv, randn
+from autograder.checks.base import FunctionCheck, grid
 from solutions import ch0
 
 # (N, K, I): one memory slot, K = I and K != I (a scale by sqrt(I) or a sum of keys fails)
@@ -14,27 +14,12 @@ COLUMN_SIZES = [(4, 1, 1, 3, 4), (8, 5, 2, 3, 4), (12, 7, 3, 5, 4), (16, 16, 4, 
 
 def dot_product_attention_trials(gen: torch.Generator) -> list[tuple]:
     """q[K], keys[N,K], values[N,I] of every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for N, K, I in MEMORY_SIZES:
-                q = randn(gen, K, dtype=dtype, device=dev)
-                keys = randn(gen, N, K, dtype=dtype, device=dev)
-                values = randn(gen, N, I, dtype=dtype, device=dev)
-                trials.append((q, keys, values))
-    return trials
+    return grid(gen, MEMORY_SIZES, lambda r, N, K, I: (r.randn(K), r.randn(N, K), r.randn(N, I)))
 
 
 def column_attention_trials(gen: torch.Generator) -> list[tuple]:
     """MT[J,T] (items as columns) and the weights, every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for J, T, H, K, I in COLUMN_SIZES:
-                MT = randn(gen, J, T, dtype=dtype, device=dev)
-                WQ, WK, WV = qkv(gen, H, K, I, J, dtype=dtype, device=dev)
-                trials.append((MT, WQ, WK, WV))
-    return trials
+    return grid(gen, COLUMN_SIZES, lambda r, J, T, H, K, I: (r.randn(J, T), *r.qkv(H, K, I, J)))
 
 
 CHECKS = {

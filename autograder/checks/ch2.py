@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, qkv, randn
+from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, grid
 from solutions import ch2
 
 # (X, Y, J, H, K, I): a single pixel, X != Y (an x/y mix-up fails), H = 1 and H > 1, J != H*I
@@ -22,14 +22,7 @@ SPATIAL = EquationQuestion(
 
 def spatial_self_attention_trials(gen: torch.Generator) -> list[tuple]:
     """M[X,Y,J] and the weights, every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for X, Y, J, H, K, I in SIZES:
-                M = randn(gen, X, Y, J, dtype=dtype, device=dev)
-                WQ, WK, WV = qkv(gen, H, K, I, J, dtype=dtype, device=dev)
-                trials.append((M, WQ, WK, WV))
-    return trials
+    return grid(gen, SIZES, lambda r, X, Y, J, H, K, I: (r.randn(X, Y, J), *r.qkv(H, K, I, J)))
 
 
 CHECKS = {

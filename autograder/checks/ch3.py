@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, devices, randn
+from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, grid, small_ints
 from solutions import ch3
 
 # Problem 3.1: the merged matrix from WQ and WK, as one equation or an einsum spec over (WQ, WK).
@@ -23,35 +23,22 @@ ATTENTION_SIZES = [(1, 4, 1, 3), (5, 8, 2, 3), (7, 12, 3, 5), (16, 16, 4, 8), (6
 
 def merge_query_key_trials(gen: torch.Generator) -> list[tuple]:
     """WQ, WK[H,K,J] of every size, both dtypes, every device."""
-    return [tuple(randn(gen, H, K, J, dtype=dtype, device=dev) for _ in range(2))
-            for dev in devices() for dtype in DTYPES for H, K, J in MERGE_SIZES]
+    return grid(gen, MERGE_SIZES, lambda r, H, K, J: (r.randn(H, K, J), r.randn(H, K, J)))
 
 
 def attention_weights_trials(gen: torch.Generator) -> list[tuple]:
     """M[T,J], WQ, WK[H,K,J], every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for T, J, H, K in ATTENTION_SIZES:
-                M = randn(gen, T, J, dtype=dtype, device=dev)
-                WQ, WK = (randn(gen, H, K, J, dtype=dtype, device=dev, scale=J ** -0.5) for _ in range(2))
-                trials.append((M, WQ, WK))
-    return trials
+    return grid(gen, ATTENTION_SIZES,
+                lambda r, T, J, H, K: (r.randn(T, J), r.randn(H, K, J, scale=J ** -0.5), r.randn(H, K, J, scale=J ** -0.5)))
 
 
 def merged_attention_weights_trials(gen: torch.Generator) -> list[tuple]:
     """M[T,J] and an unstructured (not symmetric, full-rank) W~Q[H,J,J]."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for T, J, H, _ in ATTENTION_SIZES:
-                M = randn(gen, T, J, dtype=dtype, device=dev)
-                trials.append((M, randn(gen, H, J, J, dtype=dtype, device=dev, scale=1.0 / J)))
-    return trials
+    return grid(gen, ATTENTION_SIZES, lambda r, T, J, H, _: (r.randn(T, J), r.randn(H, J, J, scale=1.0 / J)))
 
 
 def _ints(gen: torch.Generator, n: int, high: int) -> list[int]:
-    return torch.randint(1, high, (n,), generator=gen).tolist()
+    return small_ints(gen, n, 1, high)
 
 
 def params_separate_trials(gen: torch.Generator) -> list[tuple]:

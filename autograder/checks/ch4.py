@@ -28,7 +28,7 @@ import torch
 
 from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, MASK, SPECIALS
-from autograder.checks.base import DTYPES, BehaviourCheck, Passed, devices, randn, received
+from autograder.checks.base import BehaviourCheck, Draw, Passed, grid, received
 from autograder.gradinglog import figure
 from solutions import ch4
 
@@ -45,25 +45,22 @@ def blank_head_trials(gen: torch.Generator) -> list[tuple]:
     """(J, U, seed, z_fwd_prev[F,J], z_bwd_next[F,J], E[|V|,U], private) for every size, dtype and device;
     each base trial followed by the same with the words renamed, with the blanks reordered, with other
     states and with other word vectors (the same fresh head each time: the same seed)."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for blanks, J, U, n_words in HEAD_SIZES:
-                seed = int(torch.randint(2**31 - 1, (1,), generator=gen))
-                z_fwd, z_bwd = (randn(gen, blanks, J, dtype=dtype, device=dev) for _ in range(2))
-                E = randn(gen, n_words, U, dtype=dtype, device=dev)
-                base = len(trials)
-                trials.append((J, U, seed, z_fwd, z_bwd, E, {"kind": "base"}))
-                words = torch.randperm(n_words, generator=gen)
-                trials.append((J, U, seed, z_fwd, z_bwd, E[words.to(dev)], {"kind": "words", "base": base, "perm": words}))
-                rows = torch.randperm(blanks, generator=gen)
-                trials.append((J, U, seed, z_fwd[rows.to(dev)], z_bwd[rows.to(dev)], E,
-                               {"kind": "rows", "base": base, "perm": rows}))
-                z_fwd2, z_bwd2 = (randn(gen, blanks, J, dtype=dtype, device=dev) for _ in range(2))
-                trials.append((J, U, seed, z_fwd2, z_bwd2, E, {"kind": "states", "base": base}))
-                trials.append((J, U, seed, z_fwd, z_bwd, randn(gen, n_words, U, dtype=dtype, device=dev),
-                               {"kind": "vectors", "base": base}))
-    return trials
+    count = iter(range(0, 10**9, 5))  # the index of each base trial: five trials per size
+
+    def build(r: Draw, blanks: int, J: int, U: int, n_words: int) -> list[tuple]:
+        base, seed = next(count), r.seed()
+        z_fwd, z_bwd = r.randn(blanks, J), r.randn(blanks, J)
+        E = r.randn(n_words, U)
+        words = r.perm(n_words)
+        renamed = (J, U, seed, z_fwd, z_bwd, E[words.to(r.device)], {"kind": "words", "base": base, "perm": words})
+        rows = r.perm(blanks)
+        reordered = (J, U, seed, z_fwd[rows.to(r.device)], z_bwd[rows.to(r.device)], E,
+                     {"kind": "rows", "base": base, "perm": rows})
+        states = (J, U, seed, r.randn(blanks, J), r.randn(blanks, J), E, {"kind": "states", "base": base})
+        vectors = (J, U, seed, z_fwd, z_bwd, r.randn(n_words, U), {"kind": "vectors", "base": base})
+        return [(J, U, seed, z_fwd, z_bwd, E, {"kind": "base"}), renamed, reordered, states, vectors]
+
+    return grid(gen, HEAD_SIZES, build)
 
 
 def head_reference(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, devices, randn
+from autograder.checks.base import Draw, EquationCheck, EquationQuestion, FunctionCheck, grid, randn
 from solutions import ch5
 
 # Problem 5.1: one decoding step over image features M[x, y, k], the four lines (attention, glimpse,
@@ -25,36 +25,27 @@ def image_attention_trials(gen: torch.Generator) -> list[tuple]:
     """(z_prev[J], W_att[J,K], M[X,Y,K]) for every size, dtype and device; scores of spread ~sqrt(K),
     and in float64 on two sizes scores in the thousands (exp overflows unless the maximum is
     subtracted; float64 keeps their differences exact enough for any order of summation)."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for X, Y, J, K in SIZES:
-                z_prev = randn(gen, J, dtype=dtype, device=dev)
-                W_att = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
-                M = randn(gen, X, Y, K, dtype=dtype, device=dev)
-                trials.append((z_prev, W_att, M))
-            for X, Y, J, K in SIZES[2:4] if dtype == torch.float64 else ():
-                z_prev = randn(gen, J, dtype=dtype, device=dev)
-                W_att = randn(gen, J, K, dtype=dtype, device=dev, scale=J ** -0.5)
-                M = randn(gen, X, Y, K, dtype=dtype, device=dev, scale=0.01) + randn(gen, K, dtype=dtype, device=dev, scale=1000.0)
-                trials.append((z_prev, W_att, M))
-    return trials
+    def build(r: Draw, X: int, Y: int, J: int, K: int, large: bool = False) -> list[tuple]:
+        if large and r.dtype != torch.float64:
+            return []
+        z_prev, W_att = r.randn(J), r.randn(J, K, scale=J ** -0.5)
+        M = r.randn(X, Y, K, scale=0.01) + r.randn(K, scale=1000.0) if large else r.randn(X, Y, K)
+        return [(z_prev, W_att, M)]
+
+    return grid(gen, [*SIZES, *((*size, True) for size in SIZES[2:4])], build)
 
 
 def attend_trials(gen: torch.Generator) -> list[tuple]:
     """(alpha[X,Y], M[X,Y,K]) for every size, dtype and device: alpha a softmax over all cells,
     and on two sizes arbitrary weights (attend is linear in alpha: no renormalising)."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for X, Y, _, K in SIZES:
-                scores = randn(gen, X * Y, dtype=torch.float64, device=torch.device("cpu"), scale=2.0)
-                alpha = torch.softmax(scores, dim=0).reshape(X, Y).to(dtype=dtype, device=dev)
-                M = randn(gen, X, Y, K, dtype=dtype, device=dev)
-                trials.append((alpha, M))
-            for X, Y, _, K in SIZES[2:4]:
-                trials.append((randn(gen, X, Y, dtype=dtype, device=dev), randn(gen, X, Y, K, dtype=dtype, device=dev)))
-    return trials
+    def build(r: Draw, X: int, Y: int, _: int, K: int, arbitrary: bool = False) -> tuple:
+        if arbitrary:
+            return r.randn(X, Y), r.randn(X, Y, K)
+        scores = randn(r.gen, X * Y, dtype=torch.float64, device=torch.device("cpu"), scale=2.0)
+        alpha = torch.softmax(scores, dim=0).reshape(X, Y).to(dtype=r.dtype, device=r.device)
+        return alpha, r.randn(X, Y, K)
+
+    return grid(gen, [*SIZES, *((*size, True) for size in SIZES[2:4])], build)
 
 
 CHECKS = {

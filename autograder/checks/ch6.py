@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import DTYPES, EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, devices, randn
+from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, grid, small_ints
 from solutions import ch6
 
 # Problem 6.1: layer 0 from the word vectors E[w, j] and the word ids w[b, t] (values < |V|).
@@ -34,32 +34,19 @@ CONV_SIZES = [(1, 1, 1, 2, 3), (2, 3, 3, 4, 4), (3, 8, 2, 3, 5), (2, 9, 3, 5, 2)
 
 def embed_trials(gen: torch.Generator) -> list[tuple]:
     """w[B,T] valid int64 ids (with repeats) and E[|V|,J], every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for B, T, V, J in EMBED_SIZES:
-                w = torch.randint(0, V, (B, T), generator=gen).to(dev)
-                trials.append((w, randn(gen, V, J, dtype=dtype, device=dev)))
-    return trials
+    return grid(gen, EMBED_SIZES, lambda r, B, T, V, J: (r.ids(V, B, T), r.randn(V, J)))
 
 
 def conv_stride2_trials(gen: torch.Generator) -> list[tuple]:
     """M[B,T,J], W[D,J,J'], beta[J'] (nonzero), every size, both dtypes, every device."""
-    trials = []
-    for dev in devices():
-        for dtype in DTYPES:
-            for B, T, D, J, J2 in CONV_SIZES:
-                M = randn(gen, B, T, J, dtype=dtype, device=dev)
-                W = randn(gen, D, J, J2, dtype=dtype, device=dev, scale=(D * J) ** -0.5)
-                beta = randn(gen, J2, dtype=dtype, device=dev, scale=0.5)
-                trials.append((M, W, beta))
-    return trials
+    return grid(gen, CONV_SIZES,
+                lambda r, B, T, D, J, J2: (r.randn(B, T, J), r.randn(D, J, J2, scale=(D * J) ** -0.5), r.randn(J2, scale=0.5)))
 
 
 def receptive_field_trials(gen: torch.Generator) -> list[tuple]:
     """(l, D): layer 0, D = 1 (never grows), D = 2 (powers of two), a deep stack, random ones up to l = 60."""
     fixed = [(0, 1), (0, 4), (1, 1), (1, 5), (6, 1), (2, 2), (3, 3), (5, 2), (4, 7), (60, 9)]
-    ls, Ds = torch.randint(0, 61, (8,), generator=gen).tolist(), torch.randint(1, 10, (8,), generator=gen).tolist()
+    ls, Ds = small_ints(gen, 8, 0, 61), small_ints(gen, 8, 1, 10)
     return fixed + list(zip(ls, Ds))
 
 
@@ -69,7 +56,7 @@ def layers_needed_trials(gen: torch.Generator) -> list[tuple]:
     fixed = [(1, 2), (1, 5), (3, 3), (2, 2), (r(4, 3), 3), (r(4, 3) + 1, 3), (r(7, 2), 2), (r(7, 2) + 1, 2),
              (r(45, 5), 5), (r(45, 5) + 1, 5), (10**15, 2)]
     Ts = [int(10 ** (15 * u)) for u in torch.rand(6, generator=gen).tolist()]
-    Ds = torch.randint(2, 10, (6,), generator=gen).tolist()
+    Ds = small_ints(gen, 6, 2, 10)
     return fixed + list(zip(Ts, Ds))
 
 

@@ -236,12 +236,14 @@ def upstream_first(names: list[str]) -> list[int]:
     """The order to judge a notebook's checks in: the notebook's own, except that a function judged over
     upstream ones goes right after the last of them (whatever order the notebook ran them in)."""
     from autograder.checks import CHECKS
+    from autograder.checks.base import ChapterId
 
     where = {n: i for i, n in enumerate(names)}
 
     def key(i: int) -> tuple[int, bool, int]:
-        chapter = names[i].split(".", 1)[0]
-        last = max([where.get(f"{chapter}.{u}", -1) for u in getattr(CHECKS.get(names[i]), "upstream", ())], default=-1)
+        check = CHECKS.get(names[i])
+        upstream = check.upstream if check is not None else ()
+        last = max([where.get(ChapterId.of(names[i]).check(u), -1) for u in upstream], default=-1)
         return max(i, last), last > i, i
 
     return sorted(range(len(names)), key=key)
@@ -259,8 +261,8 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     import torch
 
     from attnlab import wire
-    from autograder.checks import CHECKS, AnswerCheck
-    from autograder.judge import judge, make_trials, sent
+    from autograder.checks import CHECKS
+    from autograder.judge import judge, make_trials, reference_outcomes, sent
 
     torch.set_num_threads(1)
     if torch.cuda.is_available():
@@ -304,12 +306,8 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
             elif msg.kind == "selfcheck":
                 problems = []
                 for name in h["names"]:
-                    check = CHECKS[name]
-                    if isinstance(check, AnswerCheck):
-                        outcomes = [decode_outcome(wire.encode({"value": check.reference, "error": None}))]
-                    else:
-                        outcomes = [decode_outcome(wire.encode({"value": check.reference(*args), "error": None}))
-                                    for args in trials_of(name, int(h["seed"]))]
+                    outcomes = [decode_outcome(wire.encode({"value": o.value, "error": None}))
+                                for o in reference_outcomes(name, trials_of(name, int(h["seed"])))]
                     ok, message = decide(name, int(h["seed"]), outcomes)
                     if not ok:
                         problems.append(f"{name}: {message}")
