@@ -582,9 +582,9 @@ def answer_values(chapter: str, checks: dict, public: list[str]) -> dict[str, se
                 for combo in itertools.islice(itertools.product(*(sorted(sizes[p]) for p in params)), MAX_COMBINATIONS):
                     with contextlib.suppress(Exception):
                         values.add(_format(_within(VALUE_SECONDS, fn, *combo)) or "")
-        elif "=" in str(getattr(check, "reference", "")):
-            variables = tuple(getattr(check, "variables", ()))
-            lhs, rhs = str(check.reference).split("=", 1)
+        elif "=" in (reference := check.symbolic_reference or ""):
+            variables = tuple(check.variables)
+            lhs, rhs = reference.split("=", 1)
             symbols = {v: sympy.Symbol(v, positive=True) for v in variables}
             try:
                 equation = sympy.sympify(lhs, locals=symbols) - sympy.sympify(rhs, locals=symbols)
@@ -775,15 +775,16 @@ def order_statements(docs: list[Doc], checks: dict) -> list[str]:
     import sympy
 
     from attnlab.symbolic import parse_answer
-    from autograder.checks.base import AnswerCheck
+    from autograder.checks.base import ChapterId
 
     hits = []
     for qualified, check in checks.items():
-        if not isinstance(check, AnswerCheck) or "=" in check.reference:
+        reference = check.symbolic_reference
+        if reference is None or "=" in reference:
             continue
-        chapter, _, name = qualified.partition(".")
+        chapter, name = ChapterId.of(qualified), qualified.split(".", 1)[1]
         variables = tuple(check.variables)
-        parts = answer_parts(check.reference, variables)
+        parts = answer_parts(reference, variables)
         for where, text in following_prose(docs, name, chapter).items():
             text = _spelled(text)
             for candidate in sorted(candidates(text) | set(_INDEX_SUM.findall(text))):

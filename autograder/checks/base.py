@@ -180,6 +180,11 @@ class Check:
         return None
 
     @property
+    def symbolic_reference(self) -> str | None:
+        """The reference, where the answer is an order or an equation in the sizes `variables`."""
+        return None
+
+    @property
     def shows_a_value(self) -> bool:
         """Whether the answer is a value (not a function of tensors): a cell naming it shows it in its outputs."""
         return True
@@ -397,6 +402,10 @@ class AnswerCheck(Check):
     def expected(self, trials: Sequence[tuple]) -> list[object]:
         """The reference answer, once (it has no trials)."""
         return [self.reference]
+
+    @property
+    def symbolic_reference(self) -> str | None:
+        return self.reference
 
     def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
         """The order of the answer equal to the reference's under the question's relations (`attnlab.symbolic`)."""
