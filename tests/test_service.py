@@ -350,3 +350,22 @@ def test_finalize_puts_the_attempt_that_counts_back_and_grades_it(client: Client
     stamp = (client.course / "submitted" / "ada" / "ch1" / "timestamp.txt").read_text()
     assert stamp.startswith(store.attempt(one).received_at.strftime("%Y-%m-%d %H:%M:%S"))  # with its own time
     assert calls == [(None, ["ada"])] * 2
+
+
+def test_a_student_sees_their_own_due_date_and_points_wait_for_the_last_extension(client: Client) -> None:
+    from autograder.service import views as views_mod
+
+    assert cli.main(["deadlines", "--due", "ch1=2030-01-31 23:00", "--course", str(client.course)]) == 0
+    assert cli.main(["deadlines", "--extend", "bob", "--chapter", "ch1", "--by", "2d", "--course", str(client.course)]) == 0
+    views_mod._extensions.clear()
+    client.sign_in("bob")
+    assert "2030-02-02 23:00 UTC (your extension: 2 d 0 h)" in client.http.get("/").text
+    client.sign_in("ada")
+    assert "2030-01-31 23:00 UTC" in client.http.get("/").text and "your extension" not in client.http.get("/").text
+    aid = client.api("ada", _notebook()).json()["id"]
+    _graded(client.svc.store, aid, LOG)
+    a, cfg = client.svc.store.attempt(aid), client.svc.cfg
+    chosen = settings_mod.Settings(show=settings_mod.Show("cells", "points", "points"))
+    after_ada = dt.datetime(2030, 2, 1, 12, tzinfo=dt.UTC)  # after ada's due date, before bob's
+    assert views.shown(client.svc.store, chosen, cfg, a, after_ada).tier == "cells"
+    assert views.shown(client.svc.store, chosen, cfg, a, after_ada + dt.timedelta(days=2)).tier == "points"

@@ -223,12 +223,12 @@ def student_home(request: Request, svc: Service, who: Who, error: str = "", stat
     cfg, when = svc.cfg, now()
     chapters = []
     for assignment in svc.notebooks():
-        due = cfg.due.get(assignment)
+        mine = views.own_due(svc.store, cfg, who.name, assignment)
         attempts = svc.store.attempts(who.name, assignment, limit=50)
         counted = views.counting(svc.store, svc.settings, cfg, who.name, assignment)
         chapters.append({
             "name": assignment,
-            "due": due.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if due else "no due date",
+            "due": views.describe_due(mine, cfg.timezone),
             "left": max(0, svc.settings.attempts - len(views.attempts_used(svc.store, svc.settings, who.name,
                                                                                assignment, when))),
             "attempts": [{"id": a.id, "received": a.received_at.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M:%S"),

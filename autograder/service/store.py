@@ -74,6 +74,15 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def has_gradebook(course_dir: Path) -> bool:
+    """Whether the course's gradebook exists (opening a SQLite one that does not creates it, seconds of migrations)."""
+    from autograder import config
+
+    url = config.load(course_dir).db_url
+    path = url.removeprefix("sqlite:///")
+    return path == url or Path(path).is_file()
+
+
 def durable_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that it survives a crash the moment this returns: a temporary file in the same
     folder, fsync, rename over `path`, fsync of the folder (the rename itself)."""

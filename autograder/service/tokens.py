@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.service.store import Store
+from autograder.service.store import Store, has_gradebook
 
 STUDENT_ID = re.compile(r"[^\W_][\w.@+-]{0,99}")  # collect's rule for a student id (fullmatch)
 INSTRUCTOR = "instructor"
@@ -37,13 +37,11 @@ def roster(course_dir: Path) -> list[str]:
     submitted = course_dir / "submitted"
     if submitted.is_dir():
         found |= {p.name for p in submitted.iterdir() if p.is_dir()}
-    try:
+    if has_gradebook(course_dir):
         from autograder.grades import gradebook
 
         with gradebook(course_dir) as gb:
             found |= {s.id for s in gb.students}
-    except Exception:  # noqa: BLE001 - no gradebook yet: the folders say who
-        pass
     return sorted(s for s in found if STUDENT_ID.fullmatch(s))
 
 

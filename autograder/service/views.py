@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from autograder import config, late
 from autograder.service.settings import Settings
-from autograder.service.store import Attempt, Store, now
+from autograder.service.store import Attempt, Store, has_gradebook, now
 
 PHASES = {"before_due": "before the due date", "after_due": "after the due date", "after_published": "grades published"}
 
@@ -52,6 +52,56 @@ class Shown:
         return asdict(self)
 
 
+EXTENSIONS_TTL_S = 10.0  # the extensions are read again at most this often (a page or a poll opens no gradebook)
+_extensions: dict = {}
+
+
+def _every(store: Store) -> list:
+    """Every student's extension (record.extensions.every), read at most every EXTENSIONS_TTL_S seconds."""
+    import time
+
+    from autograder.record import extensions
+
+    at, found = _extensions.get(store.course_dir, (-EXTENSIONS_TTL_S, None))
+    if found is None or time.monotonic() - at >= EXTENSIONS_TTL_S:
+        cfg = config.load(store.course_dir)
+        if not has_gradebook(store.course_dir):  # no gradebook yet: only the record holds extensions
+            found = [extensions.StudentDue(e.student, e.assignment, cfg.due.get(e.assignment),
+                                           e.length(cfg.due.get(e.assignment)) or None)
+                     for e in extensions.read(store.course_dir).values()]
+        else:
+            found = extensions.every(store.course_dir)
+        _extensions[store.course_dir] = (time.monotonic(), found)
+    return found
+
+
+def own_due(store: Store, cfg: config.CourseConfig, student: str, assignment: str):  # -> extensions.StudentDue
+    """The student's own due date (the course's plus their extension), from the course's record."""
+    from autograder.record import extensions
+
+    mine = [d for d in _every(store) if d.student == student and d.assignment == assignment]
+    return mine[0] if mine else extensions.StudentDue(student, assignment, cfg.due.get(assignment), None)
+
+
+def last_due(store: Store, cfg: config.CourseConfig, assignment: str) -> dt.datetime | None:
+    """The latest due date of anyone in the course for `assignment` (extensions included): what a result shows
+    changes after it, so that no student reads points while another may still submit."""
+    dues = [cfg.due.get(assignment)] + [d.due for d in _every(store) if d.assignment == assignment]
+    dues = [d for d in dues if d is not None]
+    return max(dues) if dues else None
+
+
+def describe_due(mine, tz) -> str:
+    """'2025-02-02 23:00 UTC (your extension: 2 d 0 h)', or 'no due date'."""
+    if mine.due is None:
+        return "no due date"
+    text = mine.due.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+    if mine.extension:
+        hours = int(mine.extension.total_seconds() // 3600)
+        text += f" (your extension: {hours // 24} d {hours % 24} h)"
+    return text
+
+
 def phase(settings: Settings, assignment: str, due: dt.datetime | None, when: dt.datetime) -> str:
     if assignment in settings.published:
         return "after_published"
@@ -80,7 +130,7 @@ def attempts_used(store: Store, settings: Settings, student: str, assignment: st
 def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student: str, assignment: str) -> Attempt | None:
     """The attempt that counts for the grade: the last on-time graded one (the last at all when none is on time),
     or the best, as service.toml's `final` says."""
-    due = cfg.due.get(assignment)
+    due = own_due(store, cfg, student, assignment).due
     done = [a for a in store.attempts(student, assignment) if a.state == "done" and a.result]
     if not done:
         return None
@@ -93,8 +143,9 @@ def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student
 def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt, when: dt.datetime | None = None) -> Shown:
     """Attempt `a` at the tier its chapter shows at `when` (now)."""
     when = when or now()
-    due = cfg.due.get(a.assignment)
-    ph = phase(settings, a.assignment, due, when)
+    mine = own_due(store, cfg, a.student, a.assignment)
+    due = mine.due
+    ph = phase(settings, a.assignment, last_due(store, cfg, a.assignment), when)
     tier = getattr(settings.show_for(a.assignment), ph)
     used = attempts_used(store, settings, a.student, a.assignment, when)
     counted = counting(store, settings, cfg, a.student, a.assignment)
@@ -102,7 +153,7 @@ def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt
     base = dict(id=a.id, assignment=a.assignment, state=a.state, tier=tier, phase=PHASES[ph],
                 later=_later(settings, a.assignment, ph),
                 received=a.received_at.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M:%S %Z"),
-                due=due.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M %Z") if due else "no due date",
+                due=describe_due(mine, cfg.timezone),
                 attempts_left=max(0, settings.attempts - len(used)), limits=settings.describe(),
                 counts=f"attempt {attempts[counted.id]} of {len(attempts)}" if counted else "none graded yet")
     lateness = late.lateness(a.received_at, due, False, cfg.late)
