@@ -433,3 +433,31 @@ def test_search_finds_pages_from_the_built_files(edition: str, driver, editions,
     assert any("/chapters/" in url for url in results), results
     stray = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert not stray, stray
+
+
+def test_a_prose_answer_cannot_cover_the_manual_grading_page(driver, tmp_path) -> None:
+    """Issue 32.4 in Chromium: a prose answer's `\\style{position:fixed;...}{...}` covers nothing on the TA's page (on
+    main it covered the whole page with its text), the page's own stylesheet applies under its CSP, and a `style`
+    attribute put into the page past the sanitiser is ignored by the browser (the CSP allows no inline style)."""
+    from autograder import manual, pages
+    from tests.adversarial.outputs import COVER, MATH
+
+    question = manual.Question("ch1", "nb", "prose", 2.0, "Why?", "YOUR ANSWER HERE")
+    items = [{"student": "mallory", "score": None, "comment": None, "responded": True,
+              "html": pages.safe_markdown(MATH[0]), "text": MATH[0]}]
+    text = pages.render("manual.html.j2", title="ch1 prose", question=question, prompt=None, model=None, rubric=None,
+                        items=items)
+    forged = text.replace("<h2>Answers</h2>", '<h2>Answers</h2><div id="forged" style="' + COVER[7:-1] + '">x</div>')
+    for name, html in (("page", text), ("forged", forged)):
+        (tmp_path / f"{name}.html").write_text(html, encoding="utf-8")
+    found = {}
+    for name in ("page", "forged"):
+        driver.get((tmp_path / f"{name}.html").as_uri())
+        found[name] = driver.execute_script(
+            "const fixed = [...document.querySelectorAll('*')].filter(e => getComputedStyle(e).position === 'fixed');"
+            "const h1 = document.querySelector('h1'); const r = h1.getBoundingClientRect();"
+            "const top = document.elementFromPoint(r.left + 5, r.top + r.height / 2);"
+            "return [fixed.length, h1.contains(top),"
+            "        getComputedStyle(document.querySelector('.banner')).borderLeftStyle];")
+    assert found["page"] == [0, True, "solid"], found  # nothing fixed, the title on top, our stylesheet applied
+    assert found["forged"] == [0, True, "solid"], found  # the CSP ignores a style attribute
