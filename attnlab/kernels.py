@@ -15,11 +15,18 @@ returned, so it is read from the aten operations the call runs::
     'math (unfused)'
     >>> largest_tensor(lambda a, b: a @ b, torch.empty(3, 5, device="meta"), torch.empty(5, 7, device="meta"))
     21
+    >>> s = torch.empty(4, 8, 8, device="meta")                       # scores of 4 heads, 8 positions
+    >>> softmax_entries(lambda s: [torch.softmax(s[h], -1) for h in range(4)], s)   # one head at a time
+    256
 
 Both run ``fn`` once under a ``TorchDispatchMode`` (``OpWatch``), which sees every aten
 operation, on any device and on *meta* tensors (shapes without data: the largest tensor of a
 computation far too big to run is measured without allocating it). A view (``view``,
 ``transpose``, ``expand``, ...) shares its input's memory and is not counted as allocated.
+
+``softmax_entries`` counts the entries a computation's softmaxes normalise, all calls together: the
+scores of every head, whether a layer computes them at once or one head at a time (its largest tensor
+is then one head's scores).
 
 ``run_times`` is the book's one way of timing a computation (Chapters 1, 6 and 7 plot what it gives).
 """
@@ -33,7 +40,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["FUSED_KERNELS", "MATH", "OpWatch", "attention_backend", "largest_tensor", "run_times"]
+__all__ = ["FUSED_KERNELS", "MATH", "SOFTMAX_OPS", "OpWatch", "attention_backend", "largest_tensor", "run_times",
+           "softmax_entries"]
 
 # The aten operation each fused kernel of scaled_dot_product_attention runs, by the kernel's name.
 FUSED_KERNELS = {
@@ -45,6 +53,8 @@ FUSED_KERNELS = {
     "_scaled_dot_product_cudnn_attention": "cuDNN",
 }
 MATH = "math (unfused)"  # no fused kernel ran: the scores were computed and stored
+# The aten operations that normalise scores: a softmax, or the exponential of one written by hand.
+SOFTMAX_OPS = frozenset({"_softmax", "_safe_softmax", "_log_softmax", "exp"})
 
 
 class OpWatch(TorchDispatchMode):
@@ -61,10 +71,13 @@ class OpWatch(TorchDispatchMode):
         self.ops: list[str] = []
         self.largest_numel = 0   # numbers in the largest tensor an operation allocated
         self.largest_bytes = 0   # bytes of the largest tensor an operation allocated
+        self.softmax_numel = 0   # entries the softmaxes (SOFTMAX_OPS) produced, all calls together
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         self.ops.append(func.overloadpacket.__name__)
+        if func.overloadpacket.__name__ in SOFTMAX_OPS:
+            self.softmax_numel += sum(t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
         if not func.is_view:  # a view shares its input's memory
             for t in tree_leaves(out):
                 if isinstance(t, torch.Tensor):
@@ -92,6 +105,14 @@ def largest_tensor(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     with OpWatch() as watch:
         fn(*args, **kwargs)
     return watch.largest_numel
+
+
+def softmax_entries(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """The entries that the softmaxes of fn(*args, **kwargs) normalise, all calls together (called once): a
+    layer's scores, all heads, however it loops over them. A fused attention kernel shows none."""
+    with OpWatch() as watch:
+        fn(*args, **kwargs)
+    return watch.softmax_numel
 
 
 def run_times(fn: Callable[..., Any], *args: Any, repeats: int = 9, warmup: int = 2) -> list[float]:

@@ -672,9 +672,12 @@ if len(Ts) > 1:
 
 # %% [markdown]
 # Now your answers to Problem 1.5 against measurements of your own layer at many sizes. The
-# profiler counts the work of your `self_attention` on meta tensors, and `largest_tensor`
-# finds the largest tensor it allocates, the scores' when $T$ is at least $J$ (so the
-# memory sweep keeps $T \ge J$; nothing is allocated for real) <!-- claim: ch1-scores-largest -->. Each of $T$, $H$, $K$ and
+# profiler counts the work of your `self_attention` on meta tensors, and
+# `attnlab.kernels.softmax_entries` counts the scores it normalises, all heads together,
+# whether your layer computes the heads at once or loops over them (nothing is allocated for
+# real). A layer that stores every head's scores at once, as Section 1.1's does, has them as
+# its largest tensor when $T$ is at least $J$, which the memory sweep keeps <!-- claim: ch1-scores-largest -->; a layer that loops over
+# the heads holds one head's at a time, and its largest tensor would mislead. Each of $T$, $H$, $K$ and
 # $J$ grows in turn from a base size while the others stay ($J = HI$ throughout), and the
 # plot shows the measurement divided by your answer, scaled to $1$ at the first size <!-- not a claim: how the sweep is made -->. An
 # answer of the right order stays level, up to the constant factors an order leaves out; an
@@ -682,6 +685,7 @@ if len(Ts) > 1:
 # your `self_attention` and draws your own answers: run it yourself.)
 
 # %% tags=["answer-output"]
+from attnlab.kernels import softmax_entries
 from attnlab.symbolic import parse_answer
 
 
@@ -704,14 +708,16 @@ SWEEPS = {"work": ({"T": 64, "H": 4, "K": 4, "J": 64},
 DRIFT = 3  # an answer of the right order stays within this factor of level along every size
 
 
-def layer_cost(T: int, H: int, K: int, J: int) -> tuple[int, int]:
-    """(work, entries of the largest tensor) of your self_attention on meta tensors M[T, J], WQ/WK[H, K, J], WV[H, J/H, J]."""
+def layer_cost(T: int, H: int, K: int, J: int) -> tuple[int, int, int]:
+    """(work, entries of the largest tensor, scores normalised) of your self_attention on meta tensors M[T, J],
+    WQ/WK[H, K, J], WV[H, J/H, J]."""
     shapes = [(T, J), (H, K, J), (H, K, J), (H, J // H, J)]
     work = parallel_time(self_attention, *shapes, model="log").work
-    return work, largest_tensor(self_attention, *(torch.empty(*shape, device="meta") for shape in shapes))
+    meta = [torch.empty(*shape, device="meta") for shape in shapes]
+    return work, largest_tensor(self_attention, *meta), softmax_entries(self_attention, *meta)
 
 
-sweeps = {} if is_grading() else {  # what -> size -> [(sizes, work, largest)]
+sweeps = {} if is_grading() else {  # what -> size -> [(sizes, work, largest, scores)]
     what: {name: [(sizes, *layer_cost(**sizes)) for sizes in ({**base, name: v} for v in values)]
            for name, values in grown.items()}
     for what, (base, grown) in SWEEPS.items()}
@@ -721,7 +727,10 @@ def drifts(answer: str, what: str) -> dict[str, list[float]] | None:
     """Per size: the measurement over `answer` along its sweep, scaled to 1 at the first size (None: not drawn)."""
     out = {}
     for name, points in sweeps[what].items():
-        measured = [work if what == "work" else largest for sizes, work, largest in points]
+        measured = [work if what == "work" else scores for sizes, work, largest, scores in points]
+        if not all(m > 0 for m in measured):
+            print(f"({what} not drawn: your layer runs no softmax the profiler sees, as in a fused kernel)")
+            return None
         predicted = [evaluate(answer, ["T", "H", "J", "K"], **sizes) for sizes, *_ in points]
         if None in predicted or not all(math.isfinite(p) and p > 0 for p in predicted):
             return None
@@ -759,12 +768,13 @@ if sweeps:
 # The worked solution's figures (Problem 1.5), measured on the reference self_attention: the exact work and memory,
 # and the reference answers level while answers of another order are not.
 if sweeps:
-    for sizes, work, largest in (point for what in sweeps.values() for points in what.values() for point in points):
+    for sizes, work, largest, scores in (point for what in sweeps.values() for points in what.values() for point in points):
         T, H, K, J = sizes["T"], sizes["H"], sizes["K"], sizes["J"]
         assert work == 4 * H * T * K * J + 2 * T * J**2 + 2 * H * T**2 * K + 2 * T**2 * J + 4 * H * T**2, \
             f"the work at {sizes} is not the worked solution's count"  # claim: ch1-work-exact
         if T >= J:
             assert largest == H * T * T, f"the largest tensor at {sizes} is not the scores"  # claim: ch1-scores-largest
+        assert scores == H * T * T, f"the softmax does not normalise H T^2 scores at {sizes}"
     for what, right, wrong in [("work", LAYER_WORK, ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K", "H*T^2*K + T^2*J",
                                                       "T*J*H*K + T*J^2"]),
                                ("memory", SCORES_MEMORY, ["T^2", "J*T^2", "H*K*T^2"])]:

@@ -91,12 +91,63 @@ def attention_times(Ls: tuple[int, ...] = (1, 2, 4), Ts: tuple[int, ...] = tuple
     return [parallel_time(stack, (s["T"], 4), [((4, 4),) * 3] * s["L"], model="log").depth for s in keys], keys
 
 
+def per_head_attention(M, WQ, WK, WV):
+    """Chapter 1's self_attention written as a loop over the heads (a correct layer the text allows): one
+    head's T x T scores at a time."""
+    import torch
+
+    K = WQ.shape[1]
+    heads = []
+    for h in range(WQ.shape[0]):
+        s = (M @ WQ[h].T) @ (M @ WK[h].T).T / math.sqrt(K)
+        heads.append(torch.softmax(s, dim=-1) @ (M @ WV[h].T))
+    return torch.cat(heads, dim=-1)
+
+
+# Section 1.4's sweeps: what -> (base sizes, the values each size takes in turn)
+LAYER_SWEEPS = {"work": ({"T": 64, "H": 4, "K": 4, "J": 64},
+                         {"T": [8, 32, 128, 512, 2048], "H": [1, 4, 16, 64], "K": [2, 4, 16, 64], "J": [16, 64, 256, 1024]}),
+                "memory": ({"T": 256, "H": 4, "K": 4, "J": 32},
+                           {"T": [256, 512, 1024, 2048, 4096], "H": [1, 2, 4, 8, 16, 32], "K": [2, 4, 16, 32],
+                            "J": [32, 64, 128, 256]})}
+
+
+@functools.cache
+def layer_panels(what: str) -> list[Panel]:
+    """Section 1.4: the work (the profiler's, of the reference) or the scores normalised (`softmax_entries`) of a
+    per-head loop."""
+    import torch
+
+    import solutions.ch1 as reference
+    from attnlab.kernels import softmax_entries
+    from attnlab.profiler import parallel_time
+
+    base, grown = LAYER_SWEEPS[what]
+    panels = []
+    for name, values in grown.items():
+        measured, keys = [], []
+        for v in values:
+            s = {**base, name: v}
+            shapes = [(s["T"], s["J"]), (s["H"], s["K"], s["J"]), (s["H"], s["K"], s["J"]), (s["H"], s["J"] // s["H"], s["J"])]
+            if what == "work":
+                measured.append(parallel_time(reference.self_attention, *shapes, model="log").work)
+            else:
+                measured.append(softmax_entries(per_head_attention, *(torch.empty(*x, device="meta") for x in shapes)))
+            keys.append(s)
+        panels.append((measured, keys))
+    return panels
+
+
 def closed_form(form: Callable[[int, int], float], keys: Sequence[Sizes]) -> Panel:
     return [form(s["L"], s["T"]) for s in keys], list(keys)
 
 
 # question -> (its panels, how the chapter reads them, wrong answers beyond the corpus that must fail too)
 MEASURED: dict[str, tuple[Callable[[], list[Panel]], Reading, list[str]]] = {
+    # Section 1.4 reads the work and the scores of your own layer; the scores here of one that loops over the heads
+    "ch1.LAYER_WORK": (lambda: layer_panels("work"), within_spread(3), ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K",
+                                                                        "H*T^2*K + T^2*J", "T*J*H*K + T*J^2"]),
+    "ch1.SCORES_MEMORY": (lambda: layer_panels("memory"), within_spread(3), ["T^2", "J*T^2", "H*K*T^2"]),
     "ch7.BLOCK_TIME": (lambda: block_panels("depth"), follows_fit, ["log(J)", "log(T)", "1", "T + log(J)"]),
     "ch7.BLOCK_WORK": (lambda: block_panels("work"), within_spread(8), ["T^2*J", "T*J^2", "T*J", "T^3"]),
     "ch6.ATTENTION_TIME": (lambda: [attention_times()], follows_fit, ["L", "log(T)", "L + log(T)", "L*T"]),
@@ -169,3 +220,29 @@ def test_fit_and_spread_read_the_points() -> None:
     assert fit([3.0, 3.0], [1.0, 2.0]).miss == 0.0 and not fit([3.0, 3.0], [1.0, 2.0]).follows, "a = 0"
     assert spread([1, 2, 4], [1, 2, 4]) == 1 and spread([1, 2], [0, 1]) == math.inf
     assert statistics.fmean([fit(depth, [float("nan")] * 9).miss]) == math.inf, "NaN is no fit"
+
+
+def test_the_per_head_loop_is_a_correct_layer() -> None:
+    import torch
+
+    import solutions.ch1 as reference
+
+    g = torch.Generator().manual_seed(0)
+    M, WQ, WK, WV = (torch.randn(*shape, generator=g, dtype=torch.float64)
+                     for shape in [(5, 8), (2, 3, 8), (2, 3, 8), (2, 4, 8)])
+    assert torch.allclose(per_head_attention(M, WQ, WK, WV), reference.self_attention(M, WQ, WK, WV))
+
+
+def test_the_largest_tensor_of_a_per_head_loop_would_misjudge_the_memory() -> None:
+    """What Section 1.4 once measured: the largest tensor of a per-head loop is one head's scores, and the
+    right H*T^2 then drifts along H (the chapter printed 'NOT level')."""
+    import torch
+
+    from attnlab.kernels import largest_tensor
+
+    base, grown = LAYER_SWEEPS["memory"]
+    sizes = [{**base, "H": H} for H in grown["H"]]
+    largest = [largest_tensor(per_head_attention, *(torch.empty(*x, device="meta") for x in
+                                                   [(s["T"], s["J"]), (s["H"], s["K"], s["J"]), (s["H"], s["K"], s["J"]),
+                                                    (s["H"], s["J"] // s["H"], s["J"])])) for s in sizes]
+    assert not within_spread(3)(largest, [_value("H*T^2", ("T", "H", "J", "K"), s) for s in sizes])
