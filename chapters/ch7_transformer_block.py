@@ -277,7 +277,10 @@ hidden_check("ch7.output_projection", output_projection)
 #
 # The variance divides by $J$, not $J - 1$ (it is the variance of these $J$ numbers, not an
 # estimate of a population's), as `torch.nn.LayerNorm` does; $\epsilon = 10^{-5}$ <!-- given -->
-# keeps the division finite for a constant vector. Each position is normalised on its own:
+# keeps the division finite for a constant vector. The Annotated Transformer's `LayerNorm`
+# differs twice, $(M[t,j] - \text{mean}[t])/(\text{std}[t] + \epsilon)$ with a standard deviation that
+# divides by $J - 1$ and $\epsilon$ outside the square root; RMSNorm (as in LLaMA) subtracts no mean
+# and has no shift, $\text{gain}[j]\,M[t,j]/\sqrt{\frac1J \sum_j M[t,j]^2 + \epsilon}$ <!-- not a claim: what those implementations compute -->. Each position is normalised on its own:
 # nothing is shared between positions. A batch normalisation would share statistics across
 # the batch (and across positions, for a sequence): its running statistics serve at
 # inference, but while training its statistics are noisy for small or variable batches, and
@@ -317,6 +320,10 @@ expect_close(second, torch.ones(T, dtype=torch.float64), "the variance of each r
 gain, shift = torch.randn(J, generator=g, dtype=torch.float64), torch.randn(J, generator=g, dtype=torch.float64)
 expect_close(layer_norm(M, gain, shift), gain * out + shift, "layer_norm(M, gain, shift)",
              hint="gain and shift act coordinate by coordinate, after normalising: gain[j] * normalised + shift[j].")
+row = torch.tensor([[0.0, 1.0, 2.0, 3.0]], dtype=torch.float64)  # mean 1.5, variance 1.25
+expect_close(layer_norm(row, one, zero, eps=0.1), (row - 1.5) / math.sqrt(1.25 + 0.1),
+             "layer_norm(M, 1, 0, eps=0.1) of the row [0, 1, 2, 3]",
+             hint="eps goes inside the square root, (M - mean) / sqrt(var + eps), not (M - mean) / (sqrt(var) + eps).")
 flat = torch.full((2, J), 7.0, dtype=torch.float64)
 expect_close(layer_norm(flat, one, shift), shift.expand(2, J), "layer_norm of a constant row",
              hint="A constant row has variance 0: eps inside the square root keeps it finite, and the output is shift.")

@@ -25,7 +25,7 @@ WRONG = [
           "    var = ((M - mean) ** 2).mean(dim=0, keepdim=True)", ("test_layer_norm",),
           "normalised over the positions t instead of the coordinates j"),
     Patch("layer_norm", "torch.sqrt(var + eps)", "(torch.sqrt(var) + eps)", ("test_layer_norm",),
-          "eps added outside the square root (the hidden check's float64 trials see it)"),
+          "eps added outside the square root (the Annotated Transformer's; the visible check with eps = 0.1 sees it)"),
     Patch("feed_forward", "return hidden @ W2.T + beta2", "return torch.relu(hidden @ W2.T + beta2)  # ReLU on the output too",
           ("test_feed_forward",), "a ReLU after the second layer too"),
     Patch("feed_forward", "torch.relu(M @ W1.T + beta1)", "torch.relu(M @ W1.T) + beta1", ("test_feed_forward",),
