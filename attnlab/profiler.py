@@ -131,8 +131,8 @@ op whose meta kernel torch writes in Python behind ``torch._disable_dynamo`` (mo
 elementwise ops, ``cat``, ``mean``, ``addmm``, ``native_layer_norm``, ...),
 ``torch._dynamo`` (1 to 2 s more). Later calls take milliseconds per layer.
 
-Brent's theorem turns (W, D) into a running time on P processors:
-``time_P <= W / P + D`` (:meth:`ParallelTime.brent`).
+Brent's theorem turns (W, D) into a running time on C processors (the book's letter for them; P is a
+probability): ``time_C <= W / C + D`` (:meth:`ParallelTime.brent`).
 
 This module relies on torch's private dispatch API (``TorchDispatchMode``, op tags,
 ``torch.utils._pytree``); its op set is tested against the pinned torch (2.13.0).
@@ -183,13 +183,13 @@ class ParallelTime:
     work: int
     model: str
 
-    def brent(self, P: int) -> float:
-        """Brent's bound on the time with P processors: W / P + D."""
-        return self.work / P + self.depth
+    def brent(self, C: int) -> float:
+        """Brent's bound on the time with C processors: W / C + D."""
+        return self.work / C + self.depth
 
     def __str__(self) -> str:
         return (f"depth {self.depth} under the {self.model!r} cost model, "
-                f"work {self.work:.4g} scalar ops (time on P processors <= work/P + depth)")
+                f"work {self.work:.4g} scalar ops (time on C processors <= work/C + depth)")
 
 
 # ---------------------------------------------------------------------------- cost model

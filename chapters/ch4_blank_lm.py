@@ -536,7 +536,7 @@ hidden_check("ch4.blank_lm", fit_blank_lm)
 # $[\overrightarrow{z}[t-1]; \overleftarrow{z}[t+1]]$ (the same model, written with
 # $\overrightarrow{W}$ and $\overleftarrow{W}$ side by side); a small perceptron on the two
 # states followed by the inner product with $E[w]$; a bilinear form
-# $\sum E[w,u]\,W_{\text{bi}}[u,j,j']\,\overrightarrow{z}[t-1,j]\,\overleftarrow{z}[t+1,j']$ plus the two
+# $\sum E[w,u]\,W_{\text{bi}}[u,j_1,j_2]\,\overrightarrow{z}[t-1,j_1]\,\overleftarrow{z}[t+1,j_2]$ plus the two
 # linear terms. What fails: a head that reads one side only (it cannot see the
 # agreement of the verb with a subject on the other side, and stays far above the optimum),
 # an output layer with one row per word id (it fixes $\lvert\mathcal V\rvert$ and ignores

@@ -102,7 +102,7 @@ print("active device:", device)
 # $$
 # \begin{aligned}
 # P(w_t \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w_t}\; \sum_{u,j} E[w_t, u]\, W_{\text{auto}}[u, j]\, z[t-1, j] \\
-# \alpha[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} z[t-1, j]\, W_{\text{att}}[j, j']\, M[t_{\text{in}}, j'] \\
+# \alpha[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j_1, j_2} z[t-1, j_1]\, W_{\text{att}}[j_1, j_2]\, M[t_{\text{in}}, j_2] \\
 # V[j] &= \sum_{t_{\text{in}}} \alpha[t_{\text{in}}]\, M[t_{\text{in}}, j] \\
 # z[t] &= \text{CELL}\big(z[t-1],\ V,\ E[w_t]\big)
 # \end{aligned}
@@ -126,7 +126,7 @@ print("active device:", device)
 #
 # $$
 # \begin{aligned}
-# \alpha_t[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j, j'} z[t-1, j]\, W_{\text{att}}[j, j']\, M[t_{\text{in}}, j'] \\
+# \alpha_t[t_{\text{in}}] &= \operatorname*{softmax}_{t_{\text{in}}}\; \sum_{j_1, j_2} z[t-1, j_1]\, W_{\text{att}}[j_1, j_2]\, M[t_{\text{in}}, j_2] \\
 # V_t[j] &= \sum_{t_{\text{in}}} \alpha_t[t_{\text{in}}]\, M[t_{\text{in}}, j] \\
 # z[t] &= \text{CELL}\big(z[t-1],\ V_t,\ E[w_{t-1}]\big) \\
 # P(w_t = w \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w}\; \sum_{u,j} E[w, u]\, W_{\text{auto}}[u, j]\, z[t, j]

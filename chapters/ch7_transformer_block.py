@@ -700,8 +700,8 @@ hidden_check("ch7.BLOCK_WORK", BLOCK_WORK)
 # `attnlab.profiler.parallel_time` measures the depth and the work of your `block` on meta
 # tensors. Below, $T$ and then $J$ are doubled from $T = J = 64$ <!-- given --> (with $H = 4$ <!-- given --> and $4J$ hidden units), the other held, and your answers are drawn over the
 # measurements. A depth has a large constant (the depth of the block's fixed parts), which an
-# order leaves out: each depth answer is drawn as $a \cdot \text{answer} + b$, fitted by least
-# squares (`attnlab.fits.fit`), and it follows the points when it misses none of them by more
+# order leaves out: each depth answer is drawn as a multiple of it plus a constant, fitted by
+# least squares (`attnlab.fits.fit`), and it follows the points when it misses none of them by more
 # than a tenth of their range <!-- not a claim: how the plot is read -->. The work spans orders of magnitude and is drawn on log axes,
 # scaled by one fitted factor: read it by how far the ratio measured / answer moves along the
 # sweep (`attnlab.fits.spread`), within a factor `SPREAD` for the right order, since the terms of
@@ -806,14 +806,15 @@ if doublings:
 # again $O(\log J)$; the feed-forward layer over $J$, then over $4J$ terms ($O(\log J)$); the
 # residual additions $O(1)$. In all $O(\log T + \log J)$.
 #
-# *Work.* The stacked projection $2 T J \cdot 3J$; the scores $2 T^2 HK = 2T^2 J$; the softmax
+# *Work.* The stacked projection $2 T J \cdot 3J$; the scores $2 T^2 HK = 2T^2 J$ and $HT^2$
+# divisions by $\sqrt K$; the softmax
 # $3 H T^2$; the weighted average $2 T^2 HI = 2T^2 J$; the output projection $2TJ^2$; the
 # feed-forward layer $2 \cdot 2 T J \cdot 4J = 16 T J^2$; normalisations and residuals $O(TJ)$.
 # In all $\Theta(T^2 J + T J^2)$: the $T^2$ of attention against the $J^2$ of the projections
 # and the feed-forward layer, which is the larger while $T < 6J$ <!-- not a claim: arithmetic on the terms, 4 T^2 J against 24 T J^2 -->.
 #
 # *Measured.* Over eight doublings of each of $T$ and $J$, the measured depth of the reference
-# block follows $a(\log T + \log J) + b$ within a tenth of its range, and the work over
+# block follows a multiple of $\log T + \log J$ plus a constant within a tenth of its range, and the work over
 # $T^2 J + T J^2$ moves by less than a factor of 8, while answers of another order (`log(J)`,
 # `log(T)`, `1`, `T*J^2`, ...) miss in one sweep or the other <!-- claim: ch7-measured -->; the run prints how each reads <!-- claim: ch7-ratios -->.
 

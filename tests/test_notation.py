@@ -308,3 +308,96 @@ def test_a_planted_einsum_letter_fails() -> None:
     assert einsum_problems('torch.einsum("htk,hTk->htT", Q, K)', allowed, "ok") == []
     found = einsum_problems('torch.einsum("htk,huk->htu", Q, K)', allowed, "planted")
     assert found and "uses u" in found[0], found
+
+
+# ---------------------------------------------------------------- an index's size, the kit's words, the scale (35.6)
+
+SIZES_HEADING = "### Sizes and their indices"
+_INDEX = re.compile(r"\$([^$]+)\$")
+
+
+def index_sizes(text: str | None = None) -> dict[str, list[str]]:
+    """notation.md's sizes table: each index (`j'`, `j_1`, `t_{\\text{in}}`) -> the sizes it runs over."""
+    text = NOTATION.read_text() if text is None else text
+    section = text.split(SIZES_HEADING, 1)[1].split("\n#", 1)[0]
+    found: dict[str, list[str]] = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("$"):
+            continue
+        for index in _INDEX.findall(cells[1]):
+            found.setdefault(index.replace(" ", ""), []).append(cells[0])
+    return found
+
+
+def test_each_index_runs_over_one_size() -> None:
+    shared = {i: sizes for i, sizes in index_sizes().items() if len(sizes) > 1}
+    assert not shared, f"an index runs over two sizes (front/notation.md): {shared}"
+    assert index_sizes()["j'"] == ["$J'$"] and index_sizes()["j_2"] == ["$J$"]
+
+
+def test_an_index_planted_under_two_sizes_fails() -> None:
+    """The notation page's old rows: j' indexed both J and J' (Chapter 6's output channels)."""
+    old = (f"{SIZES_HEADING}\n\n| size | index | meaning |\n|---|---|---|\n"
+           "| $J$ | $j$, $j'$, $j_1$, $j_2$ | width |\n| $J'$ | $j'$ | output width |\n")
+    assert index_sizes(old)["j'"] == ["$J$", "$J'$"]
+
+
+def kit_words() -> list[str]:
+    """What the kit prints and says: its modules' string literals and comments, and the profiler's printed result."""
+    import io
+    import tokenize
+
+    from attnlab.profiler import ParallelTime
+
+    texts = [str(ParallelTime(depth=3, work=100, model="log"))]
+    for path in sorted((ROOT / "attnlab").rglob("*.py")):
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type in (tokenize.STRING, tokenize.COMMENT):
+                texts.append(tok.string)
+    return texts
+
+
+def misnamed_sizes(texts: list[str], table: dict[str, str] | None = None) -> list[str]:
+    """Phrases `<letter> <key>` (`P processors`) whose letter is not the table's letter for that key."""
+    table = letter_table() if table is None else table
+    by_key = {key: letter for letter, key in table.items() if re.fullmatch(r"[A-Z]", letter)}
+    found = []
+    for text in texts:
+        for letter, key in re.findall(r"(?<=[a-z,(] )([A-Z])\s+([a-z]+)\b", text):  # inside a sentence
+            if key in by_key and letter in table and by_key[key] != letter:
+                found.append(f"{letter} {key} (the book's letter is {by_key[key]}): {text.strip()[:100]}")
+    return found
+
+
+def test_the_kit_names_sizes_with_the_books_letters() -> None:
+    assert "C processors" in kit_words()[0], kit_words()[0]
+    assert not misnamed_sizes(kit_words()), misnamed_sizes(kit_words())
+
+
+def test_a_kit_message_with_another_letter_fails() -> None:
+    """The profiler's old result: P processors, where the book's P is a probability."""
+    found = misnamed_sizes(["depth 3, work 100 scalar ops (time on P processors <= work/P + depth)"])
+    assert found and found[0].startswith("P processors (the book's letter is C)"), found
+
+
+def unscaled_chapters() -> set[int]:
+    """Chapters with an attention (a solution function named *attention* that takes a softmax) whose solutions
+    divide by no square root anywhere (Chapter 3 folds 1/sqrt(K) into W~Q: scaled)."""
+    from coursenb import cells
+
+    found = set()
+    for chapter in CHAPTERS:
+        solutions = "\n".join(c.source for c in chapter.read().cells if c.cell_type == "code" and cells.is_solution(c))
+        attention = [m.group() for m in re.finditer(r"^def \w*attention\w*\(.*?(?=^\S|\Z)", solutions, re.M | re.S)]
+        if any("softmax" in a for a in attention) and "sqrt" not in solutions:
+            found.add(int(chapter.assignment.removeprefix("ch")))
+    return found
+
+
+def test_the_notation_names_every_chapter_whose_scores_are_not_scaled() -> None:
+    """notation.md: scores are scaled by 1/sqrt(K), except where a chapter's are not (Chapter 5's)."""
+    row = next(r for r in NOTATION.read_text().splitlines() if r.startswith("| $K$ | $k$ |"))
+    assert 5 in unscaled_chapters(), "Chapter 5's image attention takes no 1/sqrt(K)"
+    for n in unscaled_chapters():
+        assert re.search(rf"except Chapter {n}\b", row), f"notation.md's K row says every score is scaled: {row}"
