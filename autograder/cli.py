@@ -6,6 +6,7 @@
     autograder deadlines [--due [chN=]DATE] [--late none|per-day --per-day 10% --cap 50% --grace MIN]
     autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d
     autograder attempts [STUDENT [--assignment chN] [--choose N]] [--rule last|last-on-time]
+    autograder roster import FILE             # Canvas's gradebook CSV or nbgrader's student CSV: who each student is
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN] [--lms canvas|moodle -o ZIP]
     autograder export --format csv|canvas -o FILE [--cells]
@@ -184,6 +185,15 @@ def cmd_attempts(args: argparse.Namespace) -> int:
         _print(table(["#", "uploaded", "lateness", "from", ""], rows,
                      title=f"{args.student}'s {notebook}: {len(kept)} attempt(s) (rule: {rule}; due "
                            f"{_when(due, args.course)})"))
+    return 0
+
+
+def cmd_roster(args: argparse.Namespace) -> int:
+    """Who the students are: import an LMS gradebook CSV or nbgrader's student CSV."""
+    done = Course(args.course).import_roster(Path(args.file))
+    _print(f"read {done.people} {'Canvas' if done.kind == 'canvas' else 'nbgrader'} student row(s) from {args.file}; "
+           f"named {len(done.named)} student(s) in nbgrader's gradebook"
+           + (f"; {len(done.waiting)} not collected yet (named when they are)" if done.waiting else ""))
     return 0
 
 
@@ -495,6 +505,14 @@ def parser() -> argparse.ArgumentParser:
                                                  "'none' goes back to the course's rule)")
     p.add_argument("--rule", choices=["last", "last-on-time"],
                    help="the course's rule for the graded attempt: the last upload (default) or the last on time")
+
+    help_ = "who the students are: import an LMS gradebook CSV (Canvas's) or nbgrader's student CSV"
+    p = sub.add_parser("roster", help=help_, description=help_)
+    actions = p.add_subparsers(dest="action", required=True, metavar="import")
+    q = actions.add_parser("import", parents=[common], help="names, SIS ids and LMS user ids, from a CSV")
+    q.set_defaults(fn=cmd_roster)
+    q.add_argument("file", help="Canvas's gradebook CSV (Student, ID, SIS User ID, ...) or nbgrader's (id, first_name, "
+                                "last_name, email)")
 
     p = add("grade", cmd_grade, "grade every collected, not yet graded notebook (resumable)")
     p.add_argument("--student", help="only this student")

@@ -543,8 +543,10 @@ class Course:
         return result
 
     def _register_students(self, students: dict[str, str | None]) -> None:
-        """Add the students to the gradebook (with their LMS user id, for the Canvas export)."""
+        """Add the students to the gradebook (with their LMS user id, for the Canvas export), named as the roster
+        names them."""
         from autograder.grades import gradebook
+        from autograder.record import roster
 
         with gradebook(self.root) as gb:
             known = {s.id: s.lms_user_id for s in gb.students}
@@ -552,6 +554,18 @@ class Course:
                 if student in known and (not lms_id or known[student] == lms_id):
                     continue
                 gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
+        roster.sync(self.root)
+
+    def import_roster(self, path: Path):  # -> roster.Imported
+        """Who the students are: an LMS gradebook CSV (Canvas's) or nbgrader's student CSV, into the roster and
+        nbgrader's student table (their names)."""
+        from autograder.record import roster
+
+        self.require()
+        try:
+            return roster.import_csv(self.root, Path(path))
+        except roster.RosterError as exc:
+            raise CourseError(str(exc)) from None
 
     def grade(self, assignment: str | None = None, student: str | list[str] | None = None, workers: int = 2,
               force: bool = False, progress: bool = True, **engine_options) -> Graded:
@@ -771,12 +785,14 @@ class Course:
         if unknown:
             raise CourseError(f"--canvas-id names {', '.join(unknown)}, not an assignment of this course "
                               f"(it has {', '.join(cls.assignments())})")
-        ids, notes, people = {}, [], {}
+        from autograder.record import roster
+
+        ids, notes, people = {}, [], roster.people(self.root)
         if canvas_gradebook is not None:
             notebooks = {a: [nb for b, nb, _ in cls.notebooks if b == a] for a in cls.assignments()}
             try:
                 ids, notes = export.canvas_ids_from_gradebook(canvas_gradebook, notebooks)
-                people = export.canvas_people(canvas_gradebook)
+                people.update(export.canvas_people(canvas_gradebook))
             except export.ExportError as exc:
                 raise CourseError(str(exc)) from None
         ids.update(canvas_ids or {})

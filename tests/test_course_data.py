@@ -550,3 +550,44 @@ def test_feedback_goes_back_in_the_lms_bulk_format(capsys, graded, tmp_path) -> 
         assert zf.namelist() == [f"Alan Turing_77_assignsubmission_file_/{NB}_feedback.html"]
     code, _, err = run(capsys, "feedback", "--lms", "canvas", "--course", course_dir)
     assert code == 1 and "--assignment" in err
+
+
+# ----------------------------------------------------------------------------- the roster (issue 33, item 4)
+
+def test_a_roster_names_every_student_as_the_lms_does(capsys, released, tmp_path) -> None:
+    """`roster import` of Canvas's gradebook CSV names each collected student in nbgrader's student table (they were
+    empty) and those collected later too; the Canvas export then shows Canvas's name and SIS ids (it showed
+    'kimalex'); nbgrader's own student CSV names students as `nbgrader db student import` does."""
+    from autograder.grades import gradebook
+
+    course_dir = fresh(released, tmp_path)
+    nb = release_nb(course_dir)
+    first, later = tmp_path / "first.zip", tmp_path / "later.zip"
+    with zipfile.ZipFile(first, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("kimalex", 1005, 1, f"{NB}.ipynb"), (2025, 1, 30, 12, 0, 0)), nb)
+    with zipfile.ZipFile(later, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("leeann", 1006, 2, f"{NB}.ipynb"), (2025, 1, 30, 12, 0, 0)), nb)
+    assert run(capsys, "collect", first, "--course", course_dir)[0] == 0
+    book = tmp_path / "canvas.csv"
+    book.write_text("Student,ID,SIS User ID,SIS Login ID,Section,ch1 (4321)\n    Points Possible,,,,,14\n"
+                    '"Kim, Alex",1005,S-5,akim,Sec 1,\n"Lee, Ann",1006,S-6,alee,Sec 1,\n')
+    code, out, err = run(capsys, "roster", "import", book, "--course", course_dir)
+    assert code == 0, err
+    assert "read 2 Canvas student row(s)" in out and "named 1 student(s)" in out and "1 not collected yet" in out
+    assert run(capsys, "collect", later, "--course", course_dir)[0] == 0
+    with gradebook(course_dir) as gb:
+        names = {s.id: (s.first_name, s.last_name) for s in gb.students}
+    assert names == {"kimalex": ("Alex", "Kim"), "leeann": ("Ann", "Lee")}
+    fake_grade(course_dir, "kimalex", set())
+    assert run(capsys, "export", "--format", "canvas", "-o", tmp_path / "c.csv", "--course", course_dir)[0] == 0
+    rows = {r[1]: r for r in csv.reader((tmp_path / "c.csv").open())}
+    assert rows["1005"][:5] == ["Kim, Alex", "1005", "S-5", "akim", "Sec 1"]
+    (tmp_path / "nbgrader.csv").write_text("id,first_name,last_name,email\nkimalex,Alexandra,Kim,ak@example.org\n")
+    code, out, err = run(capsys, "roster", "import", tmp_path / "nbgrader.csv", "--course", course_dir)
+    assert code == 0 and "read 1 nbgrader student row(s)" in out, err
+    with gradebook(course_dir) as gb:
+        assert (gb.find_student("kimalex").first_name, gb.find_student("kimalex").email) == ("Alexandra", "ak@example.org")
+    (tmp_path / "other.csv").write_text("name,score\nada,1\n")
+    code, _, err = run(capsys, "roster", "import", tmp_path / "other.csv", "--course", course_dir)
+    assert code == 1
+    one_line_error(err, "neither an LMS gradebook")
