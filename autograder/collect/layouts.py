@@ -117,6 +117,13 @@ def owned(student: str, file: str, area: tuple[str, ...], when: dt.datetime | No
     return Owner(student, file, when, area=area, **kw)
 
 
+def below(parts: tuple[str, ...], i: int, name: str) -> tuple[tuple[str, ...], str]:
+    """(the student's folders, the file) when the LMS's name for an upload is `name`, at parts[i]: the file it names,
+    or, where that name is a folder (a student's zip unpacked under its LMS name), everything below it."""
+    area, file = split_name(name)
+    return (area, file) if i == len(parts) - 1 else (area + (file, *parts[i + 1:-1]), parts[-1])
+
+
 def split_name(name: str) -> tuple[tuple[str, ...], str]:
     """(the folders, the file) in a name a student chose, where a backslash separates folders as Windows writes
     them: only the file name is used, and the folders are checked for nested owners."""
@@ -199,9 +206,9 @@ class Blackboard(Layout):
 
     @classmethod
     def claim(cls, parts, i, entry, ctx):
-        if i != len(parts) - 1 or not (m := cls.NAME.fullmatch(parts[i])):
+        if not (m := cls.NAME.fullmatch(parts[i])) or (not m["file"] and i != len(parts) - 1):
             return None
-        area, file = split_name(m["file"] or parts[i])
+        area, file = below(parts, i, m["file"] or parts[i])
         return owned(m["user"], file, area, stamp_time(m["time"], ctx.tz) or entry.timestamp,
                      identity=Identity(cls.kind, m["user"]))
 
@@ -226,9 +233,9 @@ class Canvas(Layout):
 
     @classmethod
     def claim(cls, parts, i, entry, ctx):
-        if i != len(parts) - 1 or not (m := cls.NAME.fullmatch(parts[i])):
+        if not (m := cls.NAME.fullmatch(parts[i])):
             return None
-        area, file = split_name(m["file"])
+        area, file = below(parts, i, m["file"])
         return owned(m["name"] or m["user_id"], file, area, entry.timestamp,
                      identity=Identity(cls.kind, m["user_id"]), order=int(m["attachment_id"]), late=bool(m["late"]))
 

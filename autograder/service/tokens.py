@@ -9,13 +9,12 @@ A token is shown once, in the CSV written for the LMS's mail merge (student, tok
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.collect.layouts import is_student_id  # the one rule for a student id
 from autograder.service.store import Store, has_gradebook
 
-STUDENT_ID = re.compile(r"[^\W_][\w.@+-]{0,99}")  # collect's rule for a student id (fullmatch)
 INSTRUCTOR = "instructor"
 
 
@@ -42,7 +41,7 @@ def roster(course_dir: Path) -> list[str]:
 
         with gradebook(course_dir) as gb:
             found |= {s.id for s in gb.students}
-    return sorted(s for s in found if STUDENT_ID.fullmatch(s))
+    return sorted(s for s in found if is_student_id(s))
 
 
 def issue(course_dir: Path, students: list[str] | None = None, instructor: bool = False,
@@ -55,7 +54,7 @@ def issue(course_dir: Path, students: list[str] | None = None, instructor: bool 
             return [Issued(INSTRUCTOR, "instructor", store.add_token("", "instructor"))]
         live = {r["who"] for r in store.tokens() if r["role"] == "student" and r["revoked_at"] is None}
         chosen = students or [s for s in roster(course_dir) if s not in live]
-        bad = [s for s in chosen if not STUDENT_ID.fullmatch(s)]
+        bad = [s for s in chosen if not is_student_id(s)]
         if bad:
             raise TokenError(f"not a student id: {bad[0]!r} (letters, digits, . @ + - _)")
         out = []

@@ -86,6 +86,18 @@ def _nested_zip(tmp: Path, nb: str, release: bytes) -> Path:
     return root
 
 
+def _unpacked_upload(tmp: Path, nb: str, release: bytes) -> Path:
+    """The instructor unpacked the Canvas download and the students' zips in it, each into a folder of its Canvas
+    name: mallory's zip held `ada/ch1/<notebook>` and `grace/ch1/<notebook>`."""
+    root = tmp / "download"
+    (root / "mallory_1066_200_work" / "ada" / "ch1").mkdir(parents=True)
+    (root / "mallory_1066_200_work" / "grace" / "ch1").mkdir(parents=True)
+    (root / f"ada_1001_100_{nb}.ipynb").write_bytes(honest(release))
+    for who in ("ada", "grace"):
+        (root / "mallory_1066_200_work" / who / "ch1" / f"{nb}.ipynb").write_bytes(evil(release))
+    return root
+
+
 @dataclass(frozen=True)
 class SourceAttack:
     """A source in which mallory's upload names ada and grace; `build(tmp, notebook name, release bytes)`."""
@@ -100,6 +112,7 @@ OWNERSHIP = [
     SourceAttack("exchange_subfolders", _exchange_subfolders, "the exchange's top folder is the owner, not the innermost"),
     SourceAttack("moodle_nested", _moodle_nested, "Moodle's submission folder is the owner"),
     SourceAttack("nested_zip", _nested_zip, "a zip inside a student's folder is that student's upload"),
+    SourceAttack("unpacked_upload", _unpacked_upload, "a folder under a Canvas name is that upload's"),
 ]
 
 
