@@ -43,9 +43,10 @@ from autograder.grades import Class
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Where a spreadsheet can start a cell (a field's start, or after a separator it may split on), then blanks and
 # quotes it may drop, then the apostrophes a neutralised piece already has, then a character that starts a formula.
-# Linear: each alternative consumes a different class, and a match ends at the formula character.
-_PIECE = re.compile(r"(^|[,;\t\r\n])([\s\"]*)('*[=+\-@])")
-_NEUTRALISED = re.compile(r"(^|[,;\t\r\n])([\s\"]*)'('*[=+\-@])")
+# Linear: the blanks exclude the separators (tab, CR, LF), so the text after one separator is scanned from it alone.
+_BLANKS = r"(?:[^\S\t\r\n]|\")*"
+_PIECE = re.compile(rf"(^|[,;\t\r\n])({_BLANKS})('*[=+\-@])")
+_NEUTRALISED = re.compile(rf"(^|[,;\t\r\n])({_BLANKS})'('*[=+\-@])")
 READ_ONLY = "(read only)"
 
 

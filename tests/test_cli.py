@@ -627,6 +627,8 @@ def test_csv_cells_never_start_a_formula(tmp_path) -> None:
     for _ in range(2000):
         text = "".join(rng.choice("ab'\"=+-@,; \t\r\n") for _ in range(rng.randrange(12)))
         assert export.unquote(export.neutral(text)) == text, repr(text)
+    huge = "\t" * 40_000 + "\n" * 40_000 + ' ,"' * 10_000  # linear: a pattern quadratic in runs of separators takes hours
+    assert export.unquote(export.neutral(huge)) == huge
 
 
 def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:
