@@ -909,3 +909,33 @@ def test_an_on_time_attempt_pinned_survives_later_collects(capsys, released, tmp
     assert graded_file.read_bytes() == on_time
     code, _, err = run(capsys, "attempts", "doejane", "--choose", "3", "--course", course_dir)
     assert code == 1 and "attempts 1 to 2" in err
+
+
+def test_an_old_release_is_graded_by_todays_when_its_own_cannot_be_and_says_why(tmp_path) -> None:
+    """A kept release whose tests call a hidden check the current release no longer calls (the grader judges only
+    today's), or that grades other cells, is graded by today's release, with the reason."""
+    from autograder.record import releases
+
+    def meta(**kw) -> dict:
+        return {"nbgrader": {"schema_version": 3, "grade": False, "solution": False, "locked": False, **kw}}
+
+    def notebook(test: str, points: float = 1) -> nbformat.NotebookNode:
+        return nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("def f(): pass", metadata=meta(solution=True, grade_id="f")),
+            nbformat.v4.new_code_cell(test, metadata=meta(grade=True, locked=True, points=points, grade_id="test_f"))])
+
+    def release(nb: nbformat.NotebookNode) -> dict:
+        for sub in ("source", "release"):
+            (tmp_path / sub / "ch9").mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, tmp_path / sub / "ch9" / "ch9_x.ipynb")
+        releases.keep(tmp_path, "ch9", tmp_path / "source/ch9/ch9_x.ipynb", tmp_path / "release/ch9/ch9_x.ipynb")
+        return json.loads((tmp_path / "release/ch9/ch9_x.ipynb").read_text())
+
+    gone = release(notebook("hidden_check('ch9.gone')"))
+    other_points = release(notebook("hidden_check('ch9.f')", points=2))
+    same = release(notebook("hidden_check('ch9.f') # a comment"))
+    release(notebook("hidden_check('ch9.f')"))
+    assert "no longer has (ch9.gone)" in releases.grading_source(tmp_path, "ch9", "ch9_x", gone)[1]
+    assert "other cells or points" in releases.grading_source(tmp_path, "ch9", "ch9_x", other_points)[1]
+    source, why = releases.grading_source(tmp_path, "ch9", "ch9_x", same)
+    assert source is not None and source.is_relative_to(tmp_path / "releases") and "own release" in why

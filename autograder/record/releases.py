@@ -141,15 +141,21 @@ def grading_source(course_dir: Path, assignment: str, notebook: str, nb: dict) -
     release = next(k for k in kept(course_dir, assignment, notebook) if k.version == found.version)
     today = Path(course_dir) / "source" / assignment / f"{notebook}.ipynb"
 
-    def graded(path: Path) -> dict[str, float]:
-        return {cells.grade_id(c): cells.points(c) for c in nbformat.read(str(path), as_version=4).cells
-                if cells.grade_id(c) and cells.is_graded(c)}
+    def graded(path: Path) -> tuple[dict[str, float], set[str]]:
+        """(points by graded cell, the hidden checks its tests call)."""
+        nb_cells = nbformat.read(str(path), as_version=4).cells
+        return ({cells.grade_id(c): cells.points(c) for c in nb_cells if cells.grade_id(c) and cells.is_graded(c)},
+                {n for c in nb_cells if cells.is_test(c) for n in cells.hidden_check_names(c.source)})
 
     if not release.source.is_file():
         return None, f"from release {found.version}, whose source is not kept: graded by the current {found.current}"
-    if graded(release.source) != graded(today):
+    (then, then_checks), (now, now_checks) = graded(release.source), graded(today)
+    if then != now:
         return None, (f"from release {found.version}, which grades other cells or points than the current "
                       f"{found.current}: graded by the current release")
+    if not then_checks <= now_checks:  # the grader judges the checks today's release calls
+        return None, (f"from release {found.version}, whose tests call hidden checks the current {found.current} no "
+                      f"longer has ({', '.join(sorted(then_checks - now_checks))}): graded by the current release")
     return release.source, f"graded by its own release {found.version} (the current is {found.current})"
 
 
