@@ -180,11 +180,11 @@ MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msup"
                "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "menclose",
                "mpadded", "mphantom", "merror", "mmultiscripts", "mprescripts", "none", "semantics"}
 ATTRIBUTES = {"img": {"src", "alt"}, "ol": {"start"}, "code": {"class"}, "th": {"class"}, "td": {"class"},
-              "math": {"display"}, "mi": {"mathvariant"},
+              "math": {"display"}, "mi": {"mathvariant"}, "mn": {"mathvariant"}, "mtext": {"mathvariant"},
               "mo": {"stretchy", "fence", "separator", "lspace", "rspace", "form", "largeop", "movablelimits",
-                     "minsize", "maxsize", "symmetric", "accent"},
+                     "minsize", "maxsize", "symmetric", "accent", "mathvariant"},
               "mstyle": {"displaystyle", "scriptlevel"}, "mfrac": {"linethickness"}, "menclose": {"notation"},
-              "mspace": {"width", "height", "depth"}, "mpadded": {"width", "height", "depth"},
+              "mspace": {"width", "height", "depth", "linebreak"}, "mpadded": {"width", "height", "depth"},
               "mover": {"accent"}, "munder": {"accentunder"}, "munderover": {"accent", "accentunder"},
               "mtable": {"columnalign", "rowspacing", "columnspacing", "columnlines", "rowlines"},
               "mtd": {"columnalign", "columnspan", "rowspan"}}
