@@ -292,6 +292,22 @@ def test_unplaced_files_are_kept_in_the_manifest_by_origin(course_dir, tmp_path)
     json.loads((course_dir / "collected.json").read_text())  # plain JSON for a person to read
 
 
+def test_every_upload_seen_is_in_the_manifest_with_its_time_and_reason(course_dir, tmp_path) -> None:
+    """A placed notebook is a record; every other upload (an earlier duplicate, a file that is no notebook) is kept
+    with its uploader's identity, its time and why it was not placed."""
+    course_dir = fresh(course_dir, tmp_path)
+    nb = release_bytes(course_dir)
+    src = lms_zip(tmp_path / "canvas.zip", {f"ada_1001_1_{NB}.ipynb": b"{}", f"ada_1001_2_{NB}-1.ipynb": nb,
+                                            "ada_1001_3_notes.txt": b"x"}, when=(2025, 1, 30, 12, 0, 0))
+    collect.collect(course_dir, [src])
+    records, unplaced = collect.Manifest.read(course_dir)
+    assert records[f"ada/ch1/{NB}"].identity == "canvas:1001" and records[f"ada/ch1/{NB}"].file == f"ada_1001_2_{NB}-1.ipynb"
+    why = {u.origin.rsplit(":", 1)[1]: u for u in unplaced}
+    assert why[f"ada_1001_1_{NB}.ipynb"].reason.startswith(f"duplicate of ada/{NB}: kept the later")
+    assert why["ada_1001_3_notes.txt"].reason == "not a notebook (notes.txt)"
+    assert all(u.identity == "canvas:1001" and u.uploaded_at == "2025-01-30T12:00:00Z" for u in unplaced)
+
+
 def test_memory_measure_works_here() -> None:
     """The bomb test's measure sees a real allocation, and not the memory of the process that started it."""
     big = bytearray(700 << 20)  # this process's peak, which ru_maxrss would pass on through fork and exec
