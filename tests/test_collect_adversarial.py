@@ -59,6 +59,13 @@ def test_a_students_own_upload_never_owns_anothers_file(attack, course_dir, tmp_
     assert sorted(u.student.lower() for u in unplaced if u.student) == ["mallory", "mallory"]
 
 
+def test_a_name_with_digits_never_shifts_the_canvas_ids(course_dir, tmp_path) -> None:
+    course_dir = nbs.course_copy(course_dir, tmp_path / "course")
+    result = collect.collect(course_dir, [attacks.canvas_name_shift(tmp_path, NB, release(course_dir))])
+    assert placed(course_dir) == {f"ada/ch1/{NB}.ipynb": attacks.honest(release(course_dir))}
+    assert [r for o, r in result.problems if "1066" in o] == [next(r for _, r in result.problems if "ambiguous" in r)]
+
+
 LIMIT = 1536  # MiB of address space for the collect: the attack inflates 2.3 GiB of notebooks that fit every file cap
 BOUND = 400  # MiB of peak memory the collect may reach (one member at a time; the interpreter and nbformat ~100)
 

@@ -230,11 +230,18 @@ class Canvas(Layout):
     person_id = True
     NAME = re.compile(r"(?:(?P<name>\w+?)_)??(?:(?P<late>LATE|late)_)?"
                       r"(?P<user_id>\d+|anon_[A-Za-z0-9]+)_(?P<attachment_id>\d+)_(?P<file>.+)", re.S)
+    # The name part is the user's (an editable display name): were it `ada_1001`, the shortest parse would read
+    # ada's user id. A file part that starts with `<digits>_` means such a longer name parses too: refused.
+    SHIFTED = re.compile(r"\d+_")
 
     @classmethod
     def claim(cls, parts, i, entry, ctx):
         if not (m := cls.NAME.fullmatch(parts[i])):
             return None
+        if cls.SHIFTED.match(m["file"]):  # "<name>_<digits>" as a name would make the ids another user's
+            return Problem(f"ambiguous Canvas name {parts[i]!r}: a number follows the ids, so the name part may hold "
+                           "digits that shift which number is the user id; not placed (rename the file without a "
+                           "leading number and upload again)")
         area, file = below(parts, i, m["file"])
         return owned(m["name"] or m["user_id"], file, area, entry.timestamp,
                      identity=Identity(cls.kind, m["user_id"]), order=int(m["attachment_id"]), late=bool(m["late"]))

@@ -98,6 +98,16 @@ def _unpacked_upload(tmp: Path, nb: str, release: bytes) -> Path:
     return root
 
 
+def canvas_name_shift(tmp: Path, nb: str, release: bytes) -> Path:
+    """mallory (user 1066) sets her Canvas name to `ada_1001`: her upload `ada_1001_1066_200_<notebook>` reads, at its
+    shortest, as user 1001's (ada's) attachment 1066, later than ada's own."""
+    path = tmp / "canvas.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"ada_1001_100_{nb}.ipynb", WHEN), honest(release))
+        zf.writestr(zipfile.ZipInfo(f"ada_1001_1066_200_{nb}.ipynb", LATER), evil(release))
+    return path
+
+
 @dataclass(frozen=True)
 class SourceAttack:
     """A source in which mallory's upload names ada and grace; `build(tmp, notebook name, release bytes)`."""
