@@ -197,13 +197,15 @@ LENGTH = re.compile(r"(?:\d{1,2}(?:\.\d{1,4})?|\.\d{1,4})(?:em|ex|mu|pt|px|%)?|[
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
     """An allowlisted attribute's value as kept (None drops it): our classes only, small non-negative lengths,
-    data: images."""
+    data: images, script levels 0 to 2."""
     if name == "class":
         return value if value in CLASSES else None
     if name in LENGTHS:
         return value if all(LENGTH.fullmatch(v) for v in value.split()) else None
     if name == "src":
         return value if value.startswith("data:image/") else None
+    if name == "scriptlevel":  # TeX's display, text, script and scriptscript styles; a negative one enlarges
+        return value if value in ("0", "1", "2") else None
     return value
 
 

@@ -268,3 +268,18 @@ def test_a_behaviour_checks_figure_reaches_the_page_on_pass_and_fail() -> None:
         page = html.unescape(build(nbformat.v4.new_notebook(cells=[cell]),
                                    [CellGrade("eve", "ch4", "nb", "test_blank_lm", scored[k].score, 3.0)], log))
         assert "bound 0.1, margin " + ("0.029" if k == "pass" else "-0.665") in page
+
+
+def test_the_sanitiser_keeps_no_attribute_that_moves_styles_or_links() -> None:
+    """Issue 32.4, past latex2mathml: MathML written by hand (as a future converter might pass it through) keeps its
+    elements and text but no style, link, id, handler, colour, negative or huge length, or enlarging script level."""
+    from autograder import pages
+
+    forged = ('<p><math display="block"><mstyle scriptlevel="-20" mathbackground="#fff" mathcolor="#fff">'
+              '<mpadded voffset="-900px" lspace="-40em" width="0"><mi href="https://evil.example" style="position:fixed"'
+              ' id="banner" onclick="x()" class="banner">x</mi></mpadded><mspace width="-900px" height="999em"/>'
+              '<mo lspace="0.2222em">+</mo></mstyle></math><a href="https://evil.example">see</a></p>')
+    clean = pages.sanitise(forged)
+    assert clean == ('<p><math display="block"><mstyle><mpadded width="0"><mi>x</mi></mpadded><mspace></mspace>'
+                     '<mo lspace="0.2222em">+</mo></mstyle></math>see</p>'), clean
+    assert 'href="https://evil.example"' in pages.sanitise(forged, links=True)  # the course's own links stay
