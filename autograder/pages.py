@@ -212,7 +212,11 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
 def sanitise(fragment: str, links: bool = False) -> str:
     """Rendered markdown (and its MathML) reduced to the allowlist: HTML_TAGS and MATHML_TAGS with ATTRIBUTES (and,
     with `links`, `a` with an http(s) or in-page href), comments dropped."""
-    import nh3
+    try:
+        import nh3
+    except ImportError:  # an environment set up before pages needed it: say how to bring it up to date
+        raise ImportError("the pages' sanitiser needs nh3 (pyproject.toml): run `source scripts/venv.sh`, or "
+                          "pip install -e '.[dev]'") from None
 
     tags = HTML_TAGS | MATHML_TAGS | ({"a"} if links else set())
     attributes = {**ATTRIBUTES, **({"a": {"href"}} if links else {})}
