@@ -264,6 +264,13 @@ def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> No
         conn.close()
 
 
+def _as_placed(raw: bytes) -> bytes:
+    """A file's bytes as collect places them (cut to its caps; an unreadable notebook as it is)."""
+    from autograder import collect
+
+    return raw if collect.check_notebook(raw) else collect.capped(raw, collect.Caps())[0]
+
+
 def _collect(course_dir: Path, sources: list[Path], **options):  # -> collect.CollectResult
     """collect.collect; each notebook it placed kept as an attempt and the graded one placed (a pin, the course's
     rule); then the release of each recognised (a note for another release's)."""
@@ -271,7 +278,7 @@ def _collect(course_dir: Path, sources: list[Path], **options):  # -> collect.Co
     from autograder.record import attempts, releases
 
     result = collect.collect(course_dir, sources, **options)
-    result.notes += attempts.record_collected(course_dir, [p for p, _ in result.placed])
+    result.notes += attempts.record_collected(course_dir, [p for p, _ in result.placed], _as_placed)
     result.notes += releases.record_collected(course_dir, [(p.student, p.assignment, p.notebook, p.entry.origin)
                                                            for p, _ in result.placed])
     return result
@@ -729,7 +736,8 @@ class Course:
         except attempts.AttemptError as exc:
             raise CourseError(str(exc)) from None
         choice = attempts.graded(self.root, student, a, nb)
-        attempts.place(self.root, student, a, nb, choice.attempt)
+        attempts.place(self.root, student, a, nb, choice.attempt,
+                       _as_placed(attempts.data(self.root, student, a, nb, choice.attempt)))
         releases.record_collected(self.root, [(student, a, nb, choice.attempt.origin)])
         return choice
 

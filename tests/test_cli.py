@@ -909,6 +909,14 @@ def test_an_on_time_attempt_pinned_survives_later_collects(capsys, released, tmp
     assert graded_file.read_bytes() == on_time
     code, _, err = run(capsys, "attempts", "doejane", "--choose", "3", "--course", course_dir)
     assert code == 1 and "attempts 1 to 2" in err
+    other = fresh(released, tmp_path / "one_zip")  # both uploads in one zip: the earlier is kept too, not dropped
+    assert run(capsys, "deadlines", "--due", "ch1=2025-01-31 23:00", "--course", other)[0] == 0
+    assert run(capsys, "attempts", "--rule", "last-on-time", "--course", other)[0] == 0
+    code, out, _ = run(capsys, "collect", full, "--course", other)
+    assert code == 0 and "duplicate of doejane" in out and "graded instead: the one uploaded 2025-01-31 20:00" in out
+    assert (other / "submitted" / "doejane" / "ch1" / f"{NB}.ipynb").read_bytes() == on_time
+    assert re.search(r"1\s+2025-01-31 20:00 UTC\s+on time\s+full.zip\S*\s+graded: the last on time",
+                     run(capsys, "attempts", "doejane", "--course", other)[1])
 
 
 def test_an_old_release_is_graded_by_todays_when_its_own_cannot_be_and_says_why(tmp_path) -> None:

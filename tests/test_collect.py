@@ -123,8 +123,9 @@ def test_bad_student_ids_are_refused_and_nothing_leaves_submitted(course_dir, tm
     assert submitted(course_dir) == [f"abs/ch1/{NB}.ipynb", f"ok-id/ch1/{NB}.ipynb"]  # "/abs" is just a name
     assert not (course_dir / "ch1").exists() and not (course_dir.parent / "ch1").exists()
     assert sum("bad student id" in reason for _, reason in result.problems) == 3  # "." is dropped: "wrong name"
-    assert sorted(p.name for p in course_dir.iterdir()) == ["collected.json", "nbgrader_config.py", "release",
-                                                             "source", "submitted"]
+    assert sorted(p.name for p in course_dir.iterdir()) == ["collected.json", "nbgrader_config.py", "record",
+                                                             "release", "source", "submitted"]  # record: attempts
+    assert sorted(p.name for p in (course_dir / "record" / "attempts").iterdir()) == ["abs", "ok-id"]
 
 
 def test_terminal_escapes_never_reach_the_terminal(capsys, course_dir, tmp_path) -> None:

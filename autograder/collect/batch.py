@@ -21,6 +21,7 @@ from autograder.collect.layouts import Context, Identity, Problem, claimed, comp
 from autograder.collect.manifest import Manifest, sha256
 from autograder.collect.placement import Placed, Signatures, course_notebooks, expand
 from autograder.collect.sources import Budget, Caps, CollectError, Entry, MiB, read_source
+from autograder.record import attempts
 
 
 @dataclass
@@ -103,6 +104,10 @@ def _decide(course_dir: Path, seen: list[tuple[Entry, Placed | Problem]], caps: 
         if isinstance(p, Problem):
             refuse(entry, p)
             continue
+        if is_student_id(p.student):  # every upload stays, with its time (an id that is not one is refused below)
+            attempts.keep(course_dir, p.student, p.assignment, p.notebook,
+                          p.entry.held.read_bytes() if p.entry.held else p.entry.data, p.entry.timestamp,
+                          p.entry.origin, p.late)
         key = (p.student, p.assignment, p.notebook)
         if key in chosen:
             old, new = sorted([chosen[key], p], key=lambda x: x.order)

@@ -83,6 +83,9 @@ def keep(course_dir: Path, student: str, assignment: str, notebook: str, data: b
          origin: str, lms_late: bool = False, order: int = 0) -> Attempt:
     """Keep one upload (its bytes once, by sha256; the same bytes again keep their first record)."""
     where = folder(course_dir, student, assignment, notebook)
+    root = (Path(course_dir) / "record" / DIR).resolve()
+    if where.resolve().parent.parent.parent != root:
+        raise AttemptError(f"refusing to keep an attempt outside {root}: {student}/{assignment}/{notebook}")
     sha = hashlib.sha256(data).hexdigest()
     index = _read_index(where)
     attempts = index.setdefault("attempts", {})
@@ -195,13 +198,9 @@ def as_json(a: Attempt) -> dict:
     return out
 
 
-def place(course_dir: Path, student: str, assignment: str, notebook: str, attempt: Attempt) -> None:
-    """Write a kept attempt into submitted/ as collect writes a submission (cut to collect's caps, with nbgrader's
-    timestamp.txt), so the next grading grades it."""
-    from autograder import collect
-
-    raw = data(course_dir, student, assignment, notebook, attempt)
-    body = raw if collect.check_notebook(raw) else collect.capped(raw, collect.Caps())[0]
+def place(course_dir: Path, student: str, assignment: str, notebook: str, attempt: Attempt, body: bytes) -> None:
+    """Write a kept attempt into submitted/ as collect writes a submission (`body`: its bytes as collect places them,
+    cut to its caps), with nbgrader's timestamp.txt, so the next grading grades it."""
     root = (Path(course_dir) / "submitted").resolve()
     where = root / student / assignment
     if not where.resolve().is_relative_to(root):
@@ -214,9 +213,10 @@ def place(course_dir: Path, student: str, assignment: str, notebook: str, attemp
         (where / "timestamp.txt").write_text(attempt.uploaded_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
 
 
-def record_collected(course_dir: Path, placed: list) -> list[tuple[str, str]]:
-    """Keep every notebook collect placed (collect's Placed) as an attempt, then place the graded one where it is
-    another (a pin, or the rule); returns collect's notes (origin, what was graded instead)."""
+def record_collected(course_dir: Path, placed: list, cap) -> list[tuple[str, str]]:
+    """After a collect: place the graded attempt of each notebook it placed (collect's Placed) where that is another
+    (a pin, or the rule); `cap(raw) -> bytes` is collect's placing of a file's bytes. A notebook no attempt of which is
+    kept (a collect that keeps none) is kept as placed. Returns collect's notes (origin, what is graded instead)."""
     notes = []
     for p in placed:
         where = Path(course_dir) / "submitted" / p.student / p.assignment / f"{p.notebook}.ipynb"
@@ -224,11 +224,14 @@ def record_collected(course_dir: Path, placed: list) -> list[tuple[str, str]]:
             raw = where.read_bytes()
         except OSError:
             continue
-        mine = keep(course_dir, p.student, p.assignment, p.notebook, raw, p.entry.timestamp, p.entry.origin,
-                    bool(p.late))
+        if not every(course_dir, p.student, p.assignment, p.notebook):
+            keep(course_dir, p.student, p.assignment, p.notebook, raw, p.entry.timestamp, p.entry.origin, bool(p.late))
         choice = graded(course_dir, p.student, p.assignment, p.notebook)
-        if choice is not None and choice.attempt.sha256 != mine.sha256:
-            place(course_dir, p.student, p.assignment, p.notebook, choice.attempt)
+        if choice is None:
+            continue
+        body = cap(data(course_dir, p.student, p.assignment, p.notebook, choice.attempt))
+        if body != raw or choice.attempt.uploaded_at != p.entry.timestamp:
+            place(course_dir, p.student, p.assignment, p.notebook, choice.attempt, body)
             when = choice.attempt.uploaded_at.strftime("%Y-%m-%d %H:%M UTC") if choice.attempt.uploaded_at else "untimed"
             notes.append((p.entry.origin, f"kept as an attempt; graded instead: the one uploaded {when} "
                                           f"({choice.why}; autograder attempts {p.student})"))
