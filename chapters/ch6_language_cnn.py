@@ -857,7 +857,8 @@ if timed_Ts:
 # sums. Below it measures *your* `embed` and `conv_stride2` stacked into a CNN, with a fixed
 # 3 layers and with enough layers for full context (your `layers_needed`), and a one-layer RNN <!-- given -->
 # written as a loop
-# ($z[t] = \tanh(M_0[t]\, W_{\text{in}} + z[t-1]\, W_z)$), against $T$.
+# ($z[t] = \tanh(M_0[t]\, W_{\text{in}} + z[t-1]\, W_z)$), against $T$; then RNNs of $L = 1, 4, 8$ <!-- given --> layers
+# (layer $\ell + 1$ reads the states of layer $\ell$, as in Problem 6.5) on sentences of $T = 4, 8, 16$ <!-- given --> words.
 
 # %% tags=["answer-output"]
 from attnlab.profiler import parallel_time
@@ -872,13 +873,18 @@ def cnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tenso
     return M
 
 
-def rnn_forward(w: torch.Tensor, E: torch.Tensor, W_in: torch.Tensor, W_z: torch.Tensor) -> torch.Tensor:
-    """embed, then z[t] = tanh(M0[t] W_in + z[t-1] W_z) for t = 0..T-1; the last state."""
-    M0 = embed(w, E)
-    z = torch.zeros(w.shape[0], W_z.shape[0], dtype=E.dtype, device=E.device)
-    for t in range(w.shape[1]):
-        z = torch.tanh(M0[:, t] @ W_in + z @ W_z)
-    return z
+def rnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """embed, then for each (W_in, W_z) of `layers` a layer z[t] = tanh(x[t] W_in + z[t-1] W_z) for t = 0..T-1,
+    where x is the layer below (M0 for the first); the last state of the top layer."""
+    inputs = list(embed(w, E).unbind(1))  # M0[:, t], t = 0..T-1
+    for W_in, W_z in layers:
+        z = torch.zeros(w.shape[0], W_z.shape[0], dtype=E.dtype, device=E.device)
+        states = []
+        for x in inputs:
+            z = torch.tanh(x @ W_in + z @ W_z)
+            states.append(z)
+        inputs = states
+    return inputs[-1]
 
 
 J, D = 64, 3
@@ -892,7 +898,10 @@ if depth_Ts:
         cnn_full = [parallel_time(cnn_forward, words(T), (n_words, J), [layer] * layers_needed(T, D)).depth
                     for T in depth_Ts]
         cnn_fixed = [parallel_time(cnn_forward, words(T), (n_words, J), [layer] * 3).depth for T in depth_Ts]
-        rnn_depth = [parallel_time(rnn_forward, words(T), (n_words, J), (J, J), (J, J)).depth for T in depth_Ts]
+        rnn_depth = [parallel_time(rnn_forward, words(T), (n_words, J), [((J, J), (J, J))]).depth for T in depth_Ts]
+        rnn_Ls, rnn_short_Ts = (1, 4, 8), (4, 8, 16)
+        rnn_stack = {(L, T): parallel_time(rnn_forward, words(T), (n_words, J), [((J, J), (J, J))] * L).depth
+                     for L in rnn_Ls for T in rnn_short_Ts}
     except Exception as exc:  # an unfinished embed or conv_stride2: nothing to measure
         print(f"Depth plot skipped: {type(exc).__name__}: {exc}")
         depth_Ts = []
@@ -920,7 +929,7 @@ if depth_Ts:
 
 # %% [markdown]
 # Now the same measurements with your answers drawn over them: your `CNN_TIME` (evaluated
-# at each CNN's $L$ and $T$) and `RNN_TIME` (at $L = 1$), each scaled by a fitted factor plus a fitted constant,
+# at each CNN's $L$ and $T$) and `RNN_TIME` (at $L = 1$, then at each $L$ of the short sentences), each scaled by a fitted factor plus a fitted constant,
 # since an order has no constant (`attnlab.fits.fit`: a curve follows its points when it misses none by more
 # than a tenth of their range) <!-- not a claim: how the plot is read -->. Does each curve follow its points?
 
@@ -938,13 +947,28 @@ if depth_Ts:
             return float(expr.subs({s: {"L": L, "T": T}[s.name] for s in expr.free_symbols}))
 
         Ls = [layers_needed(T, D) for T in depth_Ts] + [3] * len(depth_Ts)
-        fitted_cnn = fit(cnn_full + cnn_fixed, [value(cnn_expr, L, T) for L, T in zip(Ls, depth_Ts * 2)]).curve
+        cnn_line = fit(cnn_full + cnn_fixed, [value(cnn_expr, L, T) for L, T in zip(Ls, depth_Ts * 2)])
+        fitted_cnn = cnn_line.curve
         fitted_rnn = fit(rnn_depth, [value(rnn_expr, 1, T) for T in depth_Ts]).curve
+        stack_line = fit(list(rnn_stack.values()), [value(rnn_expr, L, T) for L, T in rnn_stack])
+        for name, line in (("CNN_TIME", cnn_line), ("RNN_TIME", stack_line)):
+            print(f"{name} = {globals()[name]!r}: " + ("follows" if line.follows else "does NOT follow")
+                  + f" the points (misses by at most {line.miss:.0%} of their range"
+                  + (", over the RNNs of L layers)" if name == "RNN_TIME" else ")"))
         n = len(depth_Ts)
         ax = depth_plot()
         ax.plot(depth_Ts, fitted_rnn, "-", color="C1", label=f"RNN_TIME = {RNN_TIME!r} at L = 1, fitted")
         ax.plot(depth_Ts, fitted_cnn[:n], "-", color="C0", label=f"CNN_TIME = {CNN_TIME!r}, fitted")
         ax.plot(depth_Ts, fitted_cnn[n:], "-", color="C2")
+        ax.legend(fontsize=9)
+        plt.show()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for k, L in enumerate(rnn_Ls):
+            ax.plot(rnn_short_Ts, [rnn_stack[L, T] for T in rnn_short_Ts], "o", color=f"C{k}", label=f"RNN, L = {L}")
+            ax.plot(rnn_short_Ts, stack_line.curve[k * len(rnn_short_Ts):(k + 1) * len(rnn_short_Ts)], "-", color=f"C{k}")
+        ax.set_xlabel("sentence length T")
+        ax.set_ylabel("depth (log-sum cost model)")
+        ax.set_title(f"RNNs of L layers: RNN_TIME = {RNN_TIME!r}, fitted")
         ax.legend(fontsize=9)
         plt.show()
 
@@ -953,7 +977,7 @@ if depth_Ts:
 # subtraction and a $\sigma$), so the fixed 3-layer CNN is flat in $T$ <!-- claim: ch6-cnn-flat --> and the full-context
 # CNN climbs by one layer each time $T$ doubles: linear in $L$, and like $\log T$ once $L$ must
 # cover the sentence. <!-- claim: ch6-cnn-climbs --> The one-layer RNN climbs by one step per word, linearly in $T$ <!-- claim: ch6-rnn-climbs -->; with
-# $L$ layers it would climb by one more step per layer, the pipeline of Problem 6.5.
+# $L$ layers it climbs by one more step per layer, $T + L - 1$ steps of one CELL, the pipeline of Problem 6.5 <!-- claim: ch6-rnn-pipeline -->.
 
 # %% tags=["solutions-only"]
 # The measured depths say what the paragraph above says (the reference's embed and conv_stride2 in the book's run).
@@ -964,6 +988,9 @@ if depth_Ts:
         f"the full-context CNN climbs by one layer's depth per doubling of T: {cnn_full}"  # claim: ch6-cnn-climbs
     assert rnn_step > 0 and all(b - a == rnn_step * (T2 - T1) for a, b, T1, T2 in zip(
         rnn_depth, rnn_depth[1:], depth_Ts, depth_Ts[1:])), f"the RNN climbs by one step per word: {rnn_depth}"  # claim: ch6-rnn-climbs
+    cell = rnn_stack[1, rnn_short_Ts[0]] // rnn_short_Ts[0]  # one step of CELL
+    assert all(depth == cell * (T + L - 1) for (L, T), depth in rnn_stack.items()), \
+        f"L layers of RNN take T + L - 1 steps: {rnn_stack}"  # claim: ch6-rnn-pipeline
 
 # %% [markdown]
 # ## 6.8 Why attention: sequential steps and path length

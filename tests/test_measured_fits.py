@@ -138,6 +138,14 @@ def layer_panels(what: str) -> list[Panel]:
     return panels
 
 
+def cnn_depth_keys() -> list[Sizes]:
+    """Section 6.7's CNNs: T = 2^k - 1 (k = 4..11) with the layers full context needs (D = 3), then with 3 layers."""
+    import solutions.ch6 as reference
+
+    Ts = [2**k - 1 for k in range(4, 12)]
+    return [{"L": reference.layers_needed(T, 3), "T": T} for T in Ts] + [{"L": 3, "T": T} for T in Ts]
+
+
 def closed_form(form: Callable[[int, int], float], keys: Sequence[Sizes]) -> Panel:
     return [form(s["L"], s["T"]) for s in keys], list(keys)
 
@@ -151,7 +159,13 @@ MEASURED: dict[str, tuple[Callable[[], list[Panel]], Reading, list[str]]] = {
     "ch7.BLOCK_TIME": (lambda: block_panels("depth"), follows_fit, ["log(J)", "log(T)", "1", "T + log(J)"]),
     "ch7.BLOCK_WORK": (lambda: block_panels("work"), within_spread(8), ["T^2*J", "T*J^2", "T*J", "T^3"]),
     "ch6.ATTENTION_TIME": (lambda: [attention_times()], follows_fit, ["L", "log(T)", "L + log(T)", "L*T"]),
-    # the path lengths the chapter measures, equal to these closed forms by its own assertions (ch6-rnn-path, ...)
+    # depths and path lengths the chapter measures, equal to these closed forms by its own assertions (ch6-rnn-pipeline:
+    # L layers of RNN take T + L - 1 steps; ch6-cnn-flat, ch6-cnn-climbs: a CNN's depth is a constant per layer;
+    # ch6-rnn-path, ...), up to a constant factor and a constant, which the fit leaves free
+    "ch6.RNN_TIME": (lambda: [closed_form(lambda L, T: T + L - 1, [{"L": L, "T": T} for L in (1, 4, 8)
+                                                                    for T in (4, 8, 16)])],
+                     follows_fit, ["T", "T*L", "L"]),
+    "ch6.CNN_TIME": (lambda: [closed_form(lambda L, T: 5 + L, cnn_depth_keys())], follows_fit, ["T", "log(T)", "1"]),
     "ch6.RNN_PATH": (lambda: [closed_form(lambda L, T: T + L - 1, [{"L": L, "T": T} for L in (1, 2, 4)
                                                                     for T in (2, 4, 8)])],
                      follows_fit, ["T", "T*L", "L"]),
