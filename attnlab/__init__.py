@@ -4,7 +4,8 @@ Ships to students and contains no solution: the parallel-time profiler, the symb
 answer checker, the index-equation answer language (`attnlab.equations`: read, check the
 form of, and evaluate a derivation's equations), per-position path lengths
 (`attnlab.paths`), which attention kernel ran and the largest tensor a computation
-allocates (`attnlab.kernels`), synthetic data sets, plotting helpers, visible-test helpers,
+allocates (`attnlab.kernels`), whether an answer's curve follows measured points (`attnlab.fits`),
+synthetic data sets, plotting helpers, visible-test helpers,
 and the student-side half of the hidden tests (`attnlab.grading`).
 """
 from __future__ import annotations
