@@ -7,6 +7,7 @@
     autograder deadlines --extend STUDENT --chapter chN --until DATE | --by 2d
     autograder attempts [STUDENT [--assignment chN] [--choose N]] [--rule last|last-on-time]
     autograder roster import FILE             # Canvas's gradebook CSV or nbgrader's student CSV: who each student is
+    autograder roster alias KEEP OTHER        # one person under two ids: OTHER's LMS ids and attempts become KEEP's
     autograder grade [--student ID] [--assignment chN] [--workers N] [--force]
     autograder feedback [--student ID] [--assignment chN] [--lms canvas|moodle -o ZIP]
     autograder export --format csv|canvas -o FILE [--cells]
@@ -189,7 +190,12 @@ def cmd_attempts(args: argparse.Namespace) -> int:
 
 
 def cmd_roster(args: argparse.Namespace) -> int:
-    """Who the students are: import an LMS gradebook CSV or nbgrader's student CSV."""
+    """Who the students are: import an LMS gradebook CSV or nbgrader's student CSV; merge two ids of one person."""
+    if args.action == "alias":
+        moved = Course(args.course).alias(args.keep, args.other)
+        _print(f"{args.other} is now {args.keep}" + "".join(f"\n  {m}" for m in moved))
+        _print(f"grade again to grade {args.keep}'s work: autograder grade --student {args.keep}")
+        return 0
     done = Course(args.course).import_roster(Path(args.file))
     _print(f"read {done.people} {'Canvas' if done.kind == 'canvas' else 'nbgrader'} student row(s) from {args.file}; "
            f"named {len(done.named)} student(s) in nbgrader's gradebook"
@@ -508,11 +514,15 @@ def parser() -> argparse.ArgumentParser:
 
     help_ = "who the students are: import an LMS gradebook CSV (Canvas's) or nbgrader's student CSV"
     p = sub.add_parser("roster", help=help_, description=help_)
-    actions = p.add_subparsers(dest="action", required=True, metavar="import")
+    actions = p.add_subparsers(dest="action", required=True, metavar="import | alias")
     q = actions.add_parser("import", parents=[common], help="names, SIS ids and LMS user ids, from a CSV")
     q.set_defaults(fn=cmd_roster)
     q.add_argument("file", help="Canvas's gradebook CSV (Student, ID, SIS User ID, ...) or nbgrader's (id, first_name, "
                                 "last_name, email)")
+    q = actions.add_parser("alias", parents=[common], help="one person under two student ids: merge OTHER into KEEP")
+    q.set_defaults(fn=cmd_roster)
+    q.add_argument("keep", metavar="KEEP", help="the student id that stays")
+    q.add_argument("other", metavar="OTHER", help="the student id merged into it (its LMS ids, attempts and files)")
 
     p = add("grade", cmd_grade, "grade every collected, not yet graded notebook (resumable)")
     p.add_argument("--student", help="only this student")

@@ -563,6 +563,49 @@ class Course:
                 gb.update_or_create_student(student, **({"lms_user_id": lms_id} if lms_id else {}))
         roster.sync(self.root)
 
+    def alias(self, keep: str, other: str) -> list[str]:
+        """Merge student `other` into `keep` (one person collected under two ids, e.g. from two LMSs): `other`'s LMS
+        identities name `keep` at every later collect, its attempts become `keep`'s (the graded one placed by the pin
+        or the rule), and `other` leaves submitted/, the gradebook and its pages; returns what moved."""
+        import shutil
+
+        from autograder import collect
+        from autograder.grades import gradebook
+        from autograder.record import attempts
+
+        self.require()
+        if keep == other or not all(collect.is_student_id(s) for s in (keep, other)):
+            raise CourseError(f"roster alias takes two different student ids, not {keep!r} and {other!r}")
+        known = collect.Manifest.identities(self.root)
+        with gradebook(self.root) as gb:
+            students = {s.id: s.lms_user_id for s in gb.students}
+        mine = [i for i, s in known.items() if s == other]
+        if other not in students and not mine and not (self.root / "submitted" / other).is_dir():
+            raise CourseError(f"no student {other!r} in this course")
+        moved = [f"{i} now names {keep}" for i in mine]
+        collect.Manifest.update(self.root, [], [], {i: keep for i in mine})
+        for a in self.assignments():
+            for nb in sorted(p.stem for p in (self.root / "source" / a).glob("*.ipynb")):
+                theirs = attempts.every(self.root, other, a, nb)
+                for t in theirs:
+                    attempts.keep(self.root, keep, a, nb, attempts.data(self.root, other, a, nb, t), t.uploaded_at,
+                                  t.origin, t.lms_late, t.order)
+                if theirs:
+                    choice = attempts.graded(self.root, keep, a, nb)
+                    attempts.place(self.root, keep, a, nb, choice.attempt,
+                                   _as_placed(attempts.data(self.root, keep, a, nb, choice.attempt)))
+                    moved.append(f"{len(theirs)} attempt(s) of {nb}; graded: the one uploaded "
+                                 f"{choice.attempt.uploaded_at or 'untimed'} ({choice.why})")
+        for folder in ("submitted", "autograded", "feedback", f"record/{attempts.DIR}"):
+            shutil.rmtree(self.root / folder / other, ignore_errors=True)
+        with gradebook(self.root) as gb:
+            if other in students:
+                lms = students[other]
+                gb.remove_student(other)
+                if lms and not students.get(keep):
+                    gb.update_or_create_student(keep, lms_user_id=lms)
+        return moved
+
     def import_roster(self, path: Path):  # -> roster.Imported
         """Who the students are: an LMS gradebook CSV (Canvas's) or nbgrader's student CSV, into the roster and
         nbgrader's student table (their names)."""

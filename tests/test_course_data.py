@@ -591,3 +591,40 @@ def test_a_roster_names_every_student_as_the_lms_does(capsys, released, tmp_path
     code, _, err = run(capsys, "roster", "import", tmp_path / "other.csv", "--course", course_dir)
     assert code == 1
     one_line_error(err, "neither an LMS gradebook")
+
+
+def test_namesakes_stay_apart_and_an_alias_merges_one_person(capsys, released, tmp_path) -> None:
+    """Two Moodle 'Alex Kim' with different participant ids are two students (never merged on a display name);
+    `roster alias` merges one person's two ids (a second Canvas account): its attempts become the kept id's, and a
+    later upload of the merged id lands there (on main there was no alias: it stayed a student of its own)."""
+    from autograder.grades import gradebook
+
+    course_dir = fresh(released, tmp_path)
+    nb = release_nb(course_dir)
+    moodle, first, later = tmp_path / "moodle.zip", tmp_path / "first.zip", tmp_path / "later.zip"
+    with zipfile.ZipFile(moodle, "w") as zf:
+        for pid in (77, 78):
+            zf.writestr(zipfile.ZipInfo(f"Alex Kim_{pid}_assignsubmission_file_/{NB}.ipynb", (2025, 1, 30, 12, 0, 0)), nb)
+    with zipfile.ZipFile(first, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("kimalex", 1005, 1, f"{NB}.ipynb"), (2025, 1, 30, 12, 0, 0)), nb)
+        zf.writestr(zipfile.ZipInfo(canvas("kimalex", 2005, 2, f"{NB}.ipynb"), (2025, 1, 30, 13, 0, 0)), nb + b" ")
+    with zipfile.ZipFile(later, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(canvas("kimalex", 2005, 3, f"{NB}.ipynb"), (2025, 1, 31, 9, 0, 0)), nb + b"  ")
+    assert run(capsys, "collect", moodle, "--course", course_dir)[0] == 0
+    assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == ["alexkim_77", "alexkim_78"]
+    assert run(capsys, "collect", first, "--course", course_dir)[0] == 0
+    students = sorted(p.name for p in (course_dir / "submitted").iterdir())
+    assert students == ["alexkim_77", "alexkim_78", "kimalex_1005", "kimalex_2005"], students
+    code, out, err = run(capsys, "roster", "alias", "kimalex_1005", "kimalex_2005", "--course", course_dir)
+    assert code == 0 and "canvas:2005 now names kimalex_1005" in out, err
+    assert not (course_dir / "submitted" / "kimalex_2005").exists()
+    with gradebook(course_dir) as gb:
+        assert "kimalex_2005" not in {s.id for s in gb.students}
+    graded_file = course_dir / "submitted" / "kimalex_1005" / "ch1" / f"{NB}.ipynb"
+    assert graded_file.read_bytes() == nb + b" "  # the last of the person's two uploads
+    assert run(capsys, "collect", later, "--course", course_dir)[0] == 0
+    assert not (course_dir / "submitted" / "kimalex_2005").exists() and graded_file.read_bytes() == nb + b"  "
+    code, out, _ = run(capsys, "attempts", "kimalex_1005", "--course", course_dir)
+    assert code == 0 and "3 attempt(s)" in out
+    code, _, err = run(capsys, "roster", "alias", "kimalex_1005", "nobody", "--course", course_dir)
+    assert code == 1 and "no student 'nobody'" in err
