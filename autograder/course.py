@@ -638,7 +638,8 @@ class Course:
             from autograder.engine import EngineError, grade
         except ImportError as exc:
             raise CourseError(f"the grading engine is not available ({exc})") from None
-        before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root)}
+        chosen = None if student is None else [student] if isinstance(student, str) else list(student)
+        before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root, chosen)}
         try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
             one = student if isinstance(student, str) else None
             summary = grade(self.root, assignment=assignment, student=student, workers=workers,
@@ -647,8 +648,8 @@ class Course:
         except EngineError as exc:
             raise CourseError(str(exc)) from None
         self._sync_due_dates()  # what the late policy reads
-        charged = late.apply(self.root)
-        after = gradinglog.read_all(self.root)
+        charged = late.apply(self.root, chosen)  # what this grading changed: the chosen students' (or everyone's)
+        after = gradinglog.read_all(self.root, chosen)
         changed = {(lg.student, lg.assignment, lg.notebook) for lg in after
                    if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}
         return Graded(summary, before, after, charged, self._refresh_feedback(changed, after))

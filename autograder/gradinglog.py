@@ -164,10 +164,14 @@ def read(folder: Path, notebook: str) -> NotebookLog | None:
         return None
 
 
-def read_all(course_dir: Path) -> list[NotebookLog]:
-    """Every notebook's log under course_dir/autograded, in a stable order; LogError on a damaged file."""
+def read_all(course_dir: Path, students: list[str] | None = None) -> list[NotebookLog]:
+    """Every notebook's log under course_dir/autograded (only `students`' when given), in a stable order; LogError
+    on a damaged file."""
     out = []
-    for path in sorted((Path(course_dir) / "autograded").glob(f"*/*/{LOG_NAME}")):
+    root = Path(course_dir) / "autograded"
+    paths = root.glob(f"*/*/{LOG_NAME}") if students is None else \
+        [p for s in students for p in (root / s).glob(f"*/{LOG_NAME}")]
+    for path in sorted(paths):
         for entry in _read_file(path).values():
             try:
                 out.append(NotebookLog.from_dict(entry))

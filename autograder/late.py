@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,9 +118,10 @@ def sync_due_dates(gb, cfg: CourseConfig) -> list[str]:
     return changed
 
 
-def apply(course_dir: Path) -> list[tuple[str, str, str, Lateness, float]]:
-    """Set every submitted notebook's late_submission_penalty from the policy; returns, for each late
-    notebook, (student, assignment, notebook, lateness, penalty)."""
+def apply(course_dir: Path, students: Collection[str] | None = None) -> list[tuple[str, str, str, Lateness, float]]:
+    """Set every submitted notebook's late_submission_penalty from the policy (only `students`' when given: a
+    grading of a few students in a large course); returns, for each late notebook, (student, assignment, notebook,
+    lateness, penalty)."""
     from nbgrader.api import SubmittedAssignment
 
     from autograder import config
@@ -133,7 +135,10 @@ def apply(course_dir: Path) -> list[tuple[str, str, str, Lateness, float]]:
     with gradebook(course_dir) as gb:
         sync_due_dates(gb, cfg)
         extensions.sync(gb, course_dir, cfg.due)
-        for sub in gb.db.query(SubmittedAssignment).all():
+        query = gb.db.query(SubmittedAssignment)
+        if students is not None:
+            query = query.filter(SubmittedAssignment.student_id.in_(sorted(students)))
+        for sub in query.all():
             due = own_due(cfg.due.get(sub.assignment.name), sub.extension)
             for nb in sub.notebooks:
                 record = records.get(f"{sub.student.id}/{sub.assignment.name}/{nb.notebook.name}")
