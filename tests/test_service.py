@@ -206,6 +206,8 @@ def test_a_student_sees_only_their_own_results(client: Client) -> None:
     assert client.http.get(f"/api/result/{ada_id}", headers=ada).json()["state"] == "queued"
     inst = {"Authorization": f"Bearer {client.instructor}"}
     assert client.http.get("/api/status", headers=inst).json()["queued"] == 1
+    page = client.http.get("/status", headers=inst).text  # the instructor's page: the queue, the grader, errors
+    assert "Service status" in page and ada_id in page and "1 queued" in page
 
 
 # ----------------------------------------------------------------------------- limits

@@ -316,7 +316,7 @@ async def result(request: Request) -> Response:
 
 async def status(request: Request) -> Response:
     svc = _svc(request)
-    who = signed_in(svc, request) or bearer(svc, request)
+    who = bearer(svc, request) or signed_in(svc, request)
     if who is None or who.role != "instructor":
         return page("message.html.j2", 404, title="Not found", text="Sign in with an instructor token.")
     return page("status.html.j2", st=status_data(svc), csrf=who.csrf)
