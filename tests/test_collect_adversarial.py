@@ -7,14 +7,17 @@ nested zip bombs in a process whose address space is bounded, and measures its p
 """
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import nbformat
 import pytest
 
 from autograder import collect, course
+from autograder.collect import layouts
+from autograder.collect.sources import Entry
 from coursenb import cells
 from coursenb.chapters import select
 from tests import nbgrader_support as nbs
@@ -64,6 +67,13 @@ def test_a_name_with_digits_never_shifts_the_canvas_ids(course_dir, tmp_path) ->
     result = collect.collect(course_dir, [attacks.canvas_name_shift(tmp_path, NB, release(course_dir))])
     assert placed(course_dir) == {f"ada/ch1/{NB}.ipynb": attacks.honest(release(course_dir))}
     assert [r for o, r in result.problems if "1066" in o] == [next(r for _, r in result.problems if "ambiguous" in r)]
+
+
+def test_a_blackboard_file_name_never_backdates_its_upload() -> None:
+    """mallory's own file named `mallory_attempt_<earlier time>_<notebook>`: the time is Blackboard's, the first."""
+    name = f"ch1_mallory_attempt_2025-01-31-00-00-00_mallory_attempt_2025-01-01-00-00-00_{NB}.ipynb"
+    owner = layouts.owner_of(Entry(name, PurePosixPath(name), b"", None), layouts.Context({"ch1": [NB]}))
+    assert (owner.student, owner.timestamp) == ("mallory", dt.datetime(2025, 1, 31, tzinfo=dt.UTC))
 
 
 LIMIT = 1536  # MiB of address space for the collect: the attack inflates 2.3 GiB of notebooks that fit every file cap

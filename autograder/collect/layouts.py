@@ -201,7 +201,9 @@ class Blackboard(Layout):
 
     kind = "blackboard"
     expected = "a Blackboard download name"
-    NAME = re.compile(r"(?P<assignment>.+)_(?P<user>[^_\s]+)_attempt_"
+    # The assignment's name is the instructor's, the file's the student's: the first `_<user>_attempt_<time>` is
+    # Blackboard's (a file named `x_ada_attempt_<earlier time>_<notebook>` must not give its user or time).
+    NAME = re.compile(r"(?P<assignment>.+?)_(?P<user>[^_\s]+)_attempt_"
                       r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<file>.+)|\.txt)?", re.S)
 
     @classmethod

@@ -98,6 +98,18 @@ def _unpacked_upload(tmp: Path, nb: str, release: bytes) -> Path:
     return root
 
 
+def _blackboard_name_in_name(tmp: Path, nb: str, release: bytes) -> Path:
+    """Blackboard keeps a file's name as uploaded after `<assignment>_<user>_attempt_<time>_`: mallory names hers
+    `x_ada_attempt_<earlier time>_<notebook>` (a greedy parse reads the last user and time: ada's, on time)."""
+    path = tmp / "blackboard.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"ch1_ada_attempt_2025-01-30-12-00-00_{nb}.ipynb", WHEN), honest(release))
+        for who in ("ada", "grace"):
+            zf.writestr(zipfile.ZipInfo(f"ch1_mallory_attempt_2025-01-30-13-00-00_x_{who}_attempt_2025-01-30-12-30-00_"
+                                        f"{nb}.ipynb", LATER), evil(release))
+    return path
+
+
 def canvas_name_shift(tmp: Path, nb: str, release: bytes) -> Path:
     """mallory (user 1066) sets her Canvas name to `ada_1001`: her upload `ada_1001_1066_200_<notebook>` reads, at its
     shortest, as user 1001's (ada's) attachment 1066, later than ada's own."""
@@ -123,6 +135,7 @@ OWNERSHIP = [
     SourceAttack("moodle_nested", _moodle_nested, "Moodle's submission folder is the owner"),
     SourceAttack("nested_zip", _nested_zip, "a zip inside a student's folder is that student's upload"),
     SourceAttack("unpacked_upload", _unpacked_upload, "a folder under a Canvas name is that upload's"),
+    SourceAttack("blackboard_name_in_name", _blackboard_name_in_name, "Blackboard's user and time come first"),
 ]
 
 
