@@ -836,26 +836,78 @@ if depth_Ts:
         "one layer at T = 10^6 has serial depth 2T + J + K + 6"  # claim: ch1-one-layer
 
 # %% [markdown]
-# Now draw your answers to Problems 1.6 and 1.7 over the measurements, each scaled by one
-# fitted constant (an order has no constant). If an answer has the right order, its curve
-# follows the points. (This cell shows your own answers: run it yourself.)
+# Now your answers to Problems 1.6 and 1.7 against the measured depth of your own
+# `transformer`, read as Section 1.4 reads the work: each of $L$, $T$, $J$ and $K$ grows in
+# turn from a base ($L = 2$, $T = 64$, $J = 64$, $K = 16$, $H = 4$ <!-- given -->) while the others stay, and the
+# plot shows the measured depth divided by your answer, scaled to $1$ at the first size. An
+# answer of the right order stays level, within the factor `DRIFT` of Section 1.4; one of
+# another order climbs or falls along the size it gets wrong <!-- claim: ch1-depth-level --> <!-- claim: ch1-depth-drift -->. A sweep of $T$ alone
+# could not tell: a constant fitted to the points hides every size that stays fixed. (This
+# cell measures your `transformer` and draws your own answers: run it yourself.)
 
 # %% tags=["answer-output"]
-def fitted(measured: list[float], predicted: list[float]) -> list[float]:
-    """`predicted` scaled by the constant that best matches `measured` on a log scale."""
-    c = math.exp(sum(math.log(m / p) for m, p in zip(measured, predicted)) / len(measured))
-    return [c * p for p in predicted]
+from attnlab.fits import spread
+
+DEPTH_SWEEPS = ({"L": 2, "T": 64, "J": 64, "K": 16},  # base sizes (H = 4 heads), then the values each size takes
+                {"L": [1, 2, 4, 8, 16], "T": [4, 64, 1024, 16384, 262144], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
 
 
-if depth_Ts:
-    for ax, model, name in zip(depth_axes(), ("serial", "log"), ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
+def depth_cost(L: int, T: int, J: int, K: int, H: int = 4) -> dict[str, int]:
+    """The depth of your transformer, L layers of H heads (I = J/H), on meta tensors, for each cost model."""
+    shapes = [((H, K, J), (H, K, J), (H, J // H, J))] * L
+    return {model: parallel_time(transformer, (T, J), shapes, model=model).depth for model in ("serial", "log")}
+
+
+depth_sweeps = {} if is_grading() else {name: [(sizes, depth_cost(**sizes)) for sizes in
+                                               ({**DEPTH_SWEEPS[0], name: v} for v in values)]
+                                        for name, values in DEPTH_SWEEPS[1].items()}
+
+
+def depth_drifts(answer: str, model: str) -> dict[str, list[float]] | None:
+    """Per size: the measured depth over `answer` along its sweep, scaled to 1 at the first size (None: not drawn)."""
+    out = {}
+    for name, points in depth_sweeps.items():
+        predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], H=4, **sizes) for sizes, _ in points]
+        if None in predicted or not all(math.isfinite(p) and p > 0 for p in predicted):
+            return None
+        ratios = [measured[model] / p for (_, measured), p in zip(points, predicted)]
+        out[name] = [r / ratios[0] for r in ratios]
+    return out
+
+
+if depth_sweeps:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, model, name in zip(axes, ("serial", "log"), ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
         answer = globals().get(name)
-        predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], L=L, T=T, H=H, J=J, K=K) for T in depth_Ts]
-        if None not in predicted:
-            ax.plot(depth_Ts, fitted(depths[model], predicted), "-", label=f"your {name} = {answer!r}, fitted")
+        drawn = depth_drifts(answer, model) if isinstance(answer, str) else None
+        if drawn is None:
+            ax.set_title(f"{name}: not answered yet")
+            continue
+        for size, ratios in drawn.items():
+            growth = [sizes[size] / depth_sweeps[size][0][0][size] for sizes, _ in depth_sweeps[size]]
+            ax.plot(growth, ratios, "o-", label=f"{size} grows")
+            moves = spread(ratios, [1.0] * len(ratios))
+            verdict = "level" if moves <= DRIFT else "NOT level: the order in this size looks wrong"
+            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, measured/answer moves x{moves:.2f} ({verdict})")
+        ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("growth of the size from its first value")
+        ax.set_ylabel(f"measured depth ({model} sums) / your answer")
+        ax.set_title(f"{name} = {answer!r}")
         ax.legend(fontsize=8)
     plt.tight_layout()
     plt.show()
+
+# %% tags=["solutions-only"]
+# The reference answers stay level along every size; answers of another order drift along the size they get wrong.
+if depth_sweeps:
+    for model, right, wrong in [("serial", PARALLEL_TIME_SERIAL, ["L*T", "L*(K + T)", "J + K + T"]),
+                                ("log", PARALLEL_TIME_LOG, ["log(L*J*K*T)", "L*log(T)", "log(J) + log(K) + log(T)"])]:
+        moves = max(max(r) / min(r) for r in depth_drifts(right, model).values())
+        assert moves <= 2, f"{right} moves x{moves:.2f}: not level"  # claim: ch1-depth-level
+        for answer in wrong:
+            assert max(max(r) / min(r) for r in depth_drifts(answer, model).values()) > DRIFT, f"{answer} looks level"  # claim: ch1-depth-drift
 
 # %% [markdown]
 # **Brent's bound.** A machine with $C$ processors runs a computation in time at most

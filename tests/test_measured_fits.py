@@ -146,6 +146,28 @@ def cnn_depth_keys() -> list[Sizes]:
     return [{"L": reference.layers_needed(T, 3), "T": T} for T in Ts] + [{"L": 3, "T": T} for T in Ts]
 
 
+# Section 1.5's sweeps: base sizes (H = 4), then the values each size takes
+DEPTH_SWEEPS = ({"L": 2, "T": 64, "J": 64, "K": 16},
+                {"L": [1, 2, 4, 8, 16], "T": [4, 64, 1024, 16384, 262144], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
+
+
+@functools.cache
+def depth_panels(model: str) -> list[Panel]:
+    """Section 1.5: the depth of the reference transformer along each size's sweep, under `model`."""
+    import solutions.ch1 as reference
+    from attnlab.profiler import parallel_time
+
+    base, grown = DEPTH_SWEEPS
+    panels = []
+    for name, values in grown.items():
+        keys = [{**base, name: v, "H": 4} for v in values]
+        measured = [parallel_time(reference.transformer, (s["T"], s["J"]),
+                                  [((4, s["K"], s["J"]), (4, s["K"], s["J"]), (4, s["J"] // 4, s["J"]))] * s["L"],
+                                  model=model).depth for s in keys]
+        panels.append((measured, keys))
+    return panels
+
+
 def closed_form(form: Callable[[int, int], float], keys: Sequence[Sizes]) -> Panel:
     return [form(s["L"], s["T"]) for s in keys], list(keys)
 
@@ -156,6 +178,9 @@ MEASURED: dict[str, tuple[Callable[[], list[Panel]], Reading, list[str]]] = {
     "ch1.LAYER_WORK": (lambda: layer_panels("work"), within_spread(3), ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K",
                                                                         "H*T^2*K + T^2*J", "T*J*H*K + T*J^2"]),
     "ch1.SCORES_MEMORY": (lambda: layer_panels("memory"), within_spread(3), ["T^2", "J*T^2", "H*K*T^2"]),
+    # Section 1.5 reads the depth of your transformer the same way, along L, T, J and K
+    "ch1.PARALLEL_TIME_SERIAL": (lambda: depth_panels("serial"), within_spread(3), ["L*(K + T)", "J + K + T"]),
+    "ch1.PARALLEL_TIME_LOG": (lambda: depth_panels("log"), within_spread(3), ["L*log(T)", "log(J) + log(K) + log(T)"]),
     "ch7.BLOCK_TIME": (lambda: block_panels("depth"), follows_fit, ["log(J)", "log(T)", "1", "T + log(J)"]),
     "ch7.BLOCK_WORK": (lambda: block_panels("work"), within_spread(8), ["T^2*J", "T*J^2", "T*J", "T^3"]),
     "ch6.ATTENTION_TIME": (lambda: [attention_times()], follows_fit, ["L", "log(T)", "L + log(T)", "L*T"]),
