@@ -362,10 +362,13 @@ def shown(cls: Class) -> dict[tuple[str, str, str], tuple]:
 
 
 def _course_markdown(course_dir: Path, assignment: str, notebook: str) -> set[str]:
-    """The texts of the course's own markdown cells (source and release), which a page may render."""
+    """The texts of the course's own markdown cells (source and release, and every kept release's: a notebook of an
+    older release shows the text it was given as the course's), which a page may render."""
+    from autograder.record import releases
+
     out = set()
-    for folder in ("source", "release"):
-        path = course_dir / folder / assignment / f"{notebook}.ipynb"
+    paths = [course_dir / folder / assignment / f"{notebook}.ipynb" for folder in ("source", "release")]
+    for path in paths + sorted((course_dir / releases.DIR / assignment).glob(f"*/*/{notebook}.ipynb")):
         try:
             nb = nbformat.read(path, as_version=4)
         except Exception:  # noqa: BLE001 - missing or unreadable: nothing rendered as markdown from it

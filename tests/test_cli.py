@@ -845,6 +845,8 @@ def test_an_old_release_is_warned_at_collect_and_graded_by_its_own(capsys, relea
     setup.source += "\nONLY_TODAY = True\n"
     test = next(c for c in source.cells if cells.grade_id(c) == "test_self_attention")
     test.source = "assert ONLY_TODAY\n" + test.source
+    text = next(c for c in source.cells if c.cell_type == "markdown" and "nbgrader" not in c.metadata)
+    text.source += "\n\nA sentence the second release adds."
     nbformat.write(source, src_path)
     course_mod.release(course_dir, ["ch1"])
     v2 = releases.current(course_dir, "ch1", NB)
@@ -864,6 +866,9 @@ def test_an_old_release_is_warned_at_collect_and_graded_by_its_own(capsys, relea
     assert scores["ada"] == scores["alan"] == (TOTAL, TOTAL), scores
     log = next(lg for lg in gradinglog.read_all(course_dir) if lg.student == "ada")
     assert any(f"own release {v1}" in n for n in log.notes)
+    assert run(capsys, "feedback", "--student", "ada", "--course", course_dir)[0] == 0
+    page = (course_dir / "feedback" / "ada" / "ch1" / f"{NB}.html").read_text()
+    assert "your text, as written" not in page  # the first release's text is the course's, not hers
 
 
 # ----------------------------------------------------------------------------- attempts
