@@ -602,24 +602,59 @@ if sides:
         f"the depth grows by 4 each time the side doubles: {depths}"  # claim: ch2-depth-doubling
 
 # %% [markdown]
-# Now your `SPATIAL_TIME_LAYER`, evaluated at the same sizes, scaled by a fitted factor plus a fitted constant
-# (the order ignores constant factors and added constants) <!-- not a claim: a definition -->, over the measurements. If your
-# answer has the right order, the two coincide. (This cell shows your own answer: run it
+# Now your `SPATIAL_TIME_LAYER` over measurements of your layer in which each of $X$, $Y$, $J$
+# and $K$ grows in turn from $X = Y = 8$, $J = 64$, $K = 16$ <!-- given --> while the others stay (a sweep of
+# $X = Y$ together cannot tell $X$ from $Y$). Along each sweep your answer is scaled by a fitted
+# factor plus a fitted constant (`attnlab.fits.fit`; the order ignores constant factors and
+# added constants) <!-- not a claim: a definition -->, and it follows the points when it misses none by more than a
+# tenth of their range <!-- not a claim: how the plot is read -->. If your answer has the right order, it follows every sweep <!-- claim: ch2-layer-follows -->;
+# one of another order misses along the size it gets wrong <!-- claim: ch2-layer-misses -->. (This cell shows your own answer: run it
 # yourself.)
 
 # %% tags=["answer-output"]
-if sides:
+from attnlab.fits import fit
+
+LAYER_SWEEPS = ({"X": 8, "Y": 8, "J": 64, "K": 16},  # base sizes (H = 4 heads, I = J/H), then each size's values
+                {"X": [2, 8, 32, 128, 512], "Y": [2, 8, 32, 128, 512], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
+layer_sweeps = {} if is_grading() else {
+    name: [(sizes, parallel_time(spatial_self_attention, (sizes["X"], sizes["Y"], sizes["J"]), (H, sizes["K"], sizes["J"]),
+                                 (H, sizes["K"], sizes["J"]), (H, sizes["J"] // H, sizes["J"]), model="log").depth)
+           for sizes in ({**LAYER_SWEEPS[0], name: v} for v in values)]
+    for name, values in LAYER_SWEEPS[1].items()}
+
+
+def layer_fits(answer: object) -> dict[str, tuple[list[float], object]] | None:
+    """Per size: the measured depths along its sweep and your answer fitted to them (None: not drawn)."""
     try:
-        expr = parse_answer(SPATIAL_TIME_LAYER, ["X", "Y", "H", "J", "K"], what="SPATIAL_TIME_LAYER")
-        sizes = {"H": H, "J": J, "K": K}
-        f = [float(expr.subs({s: sizes.get(s.name, n) for s in expr.free_symbols})) for n in sides]
+        expr = parse_answer(answer, ["X", "Y", "H", "J", "K"], what="SPATIAL_TIME_LAYER")
     except Exception as exc:  # an unfinished answer: say why, draw nothing
         print(f"not drawn: {type(exc).__name__}: {exc}")
-        f = []
-    if f:
-        A = torch.tensor([[fi, 1.0] for fi in f], dtype=torch.float64)
-        a, b = torch.linalg.lstsq(A, torch.tensor(depths, dtype=torch.float64)[:, None]).solution.flatten().tolist()
-        ax = depth_axes()
-        ax.semilogx(sides, [a * fi + b for fi in f], "-", base=2, label=f"{a:.2f} * SPATIAL_TIME_LAYER {b:+.1f}")
-        ax.legend()
-        plt.show()
+        return None
+    out = {}
+    for name, points in layer_sweeps.items():
+        f = [float(expr.subs({s: {**sizes, "H": H}[s.name] for s in expr.free_symbols})) for sizes, _ in points]
+        out[name] = ([d for _, d in points], fit([d for _, d in points], f))
+    return out
+
+
+if layer_sweeps and (drawn := layer_fits(SPATIAL_TIME_LAYER)):
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
+    for ax, (name, (measured, line)) in zip(axes, drawn.items()):
+        xs = [sizes[name] for sizes, _ in layer_sweeps[name]]
+        ax.semilogx(xs, measured, "o", base=2, label="measured")
+        ax.semilogx(xs, line.curve, "-", base=2, label="your answer, fitted")
+        ax.set_xlabel(f"{name} (the others at their base)")
+        ax.set_title(f"{name} grows: " + ("follows" if line.follows else "does NOT follow"), fontsize=9)
+        print(f"SPATIAL_TIME_LAYER = {SPATIAL_TIME_LAYER!r} as {name} grows: "
+              + ("follows" if line.follows else "does NOT follow") + f" (misses by {line.miss:.0%} of the range)")
+    axes[0].set_ylabel("depth (log cost model)")
+    axes[0].legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+# %% tags=["solutions-only"]
+# The reference follows every sweep; answers of another order miss one (claim: the paragraph above).
+if layer_sweeps:
+    assert all(line.follows for _, line in layer_fits(SPATIAL_TIME_LAYER).values()), "the reference follows"  # claim: ch2-layer-follows
+    for wrong in ["X*Y + J + K", "log(X) + log(J) + log(K)", "log(X*Y)", "X + Y"]:
+        assert not all(line.follows for _, line in layer_fits(wrong).values()), f"{wrong} follows"  # claim: ch2-layer-misses

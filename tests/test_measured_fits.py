@@ -168,6 +168,27 @@ def depth_panels(model: str) -> list[Panel]:
     return panels
 
 
+# Section 2.3's sweeps of one spatial layer: base sizes (H = 4), then each size's values
+SPATIAL_SWEEPS = ({"X": 8, "Y": 8, "J": 64, "K": 16},
+                  {"X": [2, 8, 32, 128, 512], "Y": [2, 8, 32, 128, 512], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
+
+
+@functools.cache
+def spatial_panels() -> list[Panel]:
+    """The depth (log sums) of the reference spatial_self_attention along each size's sweep."""
+    import solutions.ch2 as reference
+    from attnlab.profiler import parallel_time
+
+    base, grown = SPATIAL_SWEEPS
+    panels = []
+    for name, values in grown.items():
+        keys = [{**base, name: v, "H": 4} for v in values]
+        panels.append(([parallel_time(reference.spatial_self_attention, (s["X"], s["Y"], s["J"]), (4, s["K"], s["J"]),
+                                      (4, s["K"], s["J"]), (4, s["J"] // 4, s["J"]), model="log").depth for s in keys],
+                       keys))
+    return panels
+
+
 def closed_form(form: Callable[[int, int], float], keys: Sequence[Sizes]) -> Panel:
     return [form(s["L"], s["T"]) for s in keys], list(keys)
 
@@ -178,6 +199,7 @@ MEASURED: dict[str, tuple[Callable[[], list[Panel]], Reading, list[str]]] = {
     "ch1.LAYER_WORK": (lambda: layer_panels("work"), within_spread(3), ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K",
                                                                         "H*T^2*K + T^2*J", "T*J*H*K + T*J^2"]),
     "ch1.SCORES_MEMORY": (lambda: layer_panels("memory"), within_spread(3), ["T^2", "J*T^2", "H*K*T^2"]),
+    "ch2.SPATIAL_TIME_LAYER": (spatial_panels, follows_fit, ["log(X*Y)", "X + Y", "log(X) + log(Y) + J"]),
     # Section 1.5 reads the depth of your transformer the same way, along L, T, J and K
     "ch1.PARALLEL_TIME_SERIAL": (lambda: depth_panels("serial"), within_spread(3), ["L*(K + T)", "J + K + T"]),
     "ch1.PARALLEL_TIME_LOG": (lambda: depth_panels("log"), within_spread(3), ["L*log(T)", "log(J) + log(K) + log(T)"]),
