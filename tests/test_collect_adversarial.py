@@ -69,6 +69,14 @@ def test_a_name_with_digits_never_shifts_the_canvas_ids(course_dir, tmp_path) ->
     assert [r for o, r in result.problems if "1066" in o] == [next(r for _, r in result.problems if "ambiguous" in r)]
 
 
+def test_a_name_that_two_lms_layouts_read_differently_is_not_placed(course_dir, tmp_path) -> None:
+    course_dir = nbs.course_copy(course_dir, tmp_path / "course")
+    result = collect.collect(course_dir, [attacks.lms_name_as_another(tmp_path, NB, release(course_dir))])
+    assert placed(course_dir) == {f"ada/ch1/{NB}.ipynb": attacks.honest(release(course_dir))}
+    refused = [r for o, r in result.problems if "mallory" in o]
+    assert len(refused) == 2 and all(r.startswith("ambiguous name") for r in refused), result.problems
+
+
 def test_a_blackboard_file_name_never_backdates_its_upload() -> None:
     """mallory's own file named `mallory_attempt_<earlier time>_<notebook>`: the time is Blackboard's, the first."""
     name = f"ch1_mallory_attempt_2025-01-31-00-00-00_mallory_attempt_2025-01-01-00-00-00_{NB}.ipynb"

@@ -97,6 +97,7 @@ class Layout:
     expected: ClassVar[str]  # how its names look, for the message when no layout owns a file
     person_id: ClassVar[bool] = False  # its id is one person in every download (kept in collected.json and the gradebook)
     nested: ClassVar[bool] = True  # read inside a student's part too, to name a nested owner
+    one_name: ClassVar[bool] = False  # reads the owner from one LMS name, whose tail (the file's name) is the student's
 
     @classmethod
     def claim(cls, parts: tuple[str, ...], i: int, entry: Entry, ctx: Context) -> Owner | Problem | None:
@@ -179,6 +180,7 @@ class Moodle(Layout):
     The student id is the full name lower-cased without non-word characters (`participant_<id>` when marking
     is blind)."""
 
+    one_name = True
     kind = "moodle"
     expected = "Moodle's <Full Name>_<participant id>_assignsubmission_file_/ folders"
     NAME = re.compile(r"(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)")
@@ -199,6 +201,7 @@ class Blackboard(Layout):
     """Blackboard's download: `<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file name>` beside a receipt
     `..._attempt_<time>.txt` (skipped); the attempt's time is in the course's time zone."""
 
+    one_name = True
     kind = "blackboard"
     expected = "a Blackboard download name"
     # The assignment's name is the instructor's, the file's the student's: the first `_<user>_attempt_<time>` is
@@ -227,6 +230,7 @@ class Canvas(Layout):
     extension); `LATE` is Canvas's own mark. The user id is the person: a user keeps the student id collect
     first gave them, whatever their name later."""
 
+    one_name = True
     kind = "canvas"
     expected = "a Canvas download name"
     person_id = True
@@ -281,10 +285,26 @@ def owner_of(entry: Entry, ctx: Context) -> Owner | Problem:
             found = layout.claim(parts, i, entry, ctx)
             if found is None:
                 continue
+            if layout.one_name and (why := two_readings(layout, found, parts, i, entry, ctx)):
+                return Problem(why)
             if isinstance(found, Owner) and (why := nested_owner(found, found.area + (found.file,), entry, ctx)):
                 return Problem(why, found.student, found.identity, found.assignment)
             return found
     return Problem(nobody(parts, ctx))
+
+
+def two_readings(layout: type[Layout], found: Owner | Problem, parts: tuple[str, ...], i: int, entry: Entry,
+                 ctx: Context) -> str | None:
+    """Why an LMS name is refused: another LMS's layout reads another owner in it (a Canvas file named
+    `x_ada_attempt_<time>_<notebook>` reads as Blackboard's upload of ada's); else None."""
+    for other in LAYOUTS:
+        if other is layout or not other.one_name:
+            continue
+        again = other.claim(parts, i, entry, ctx)
+        if again is not None and (again.student, again.identity) != (found.student, found.identity):
+            return (f"ambiguous name {parts[i]!r}: {layout.kind} reads it as {found.student}'s, {other.kind} as "
+                    f"{again.student}'s; a name readable two ways is not placed (rename the file and upload again)")
+    return None
 
 
 def claimed(path: PurePosixPath, ctx: Context) -> bool:

@@ -120,6 +120,20 @@ def canvas_name_shift(tmp: Path, nb: str, release: bytes) -> Path:
     return path
 
 
+def lms_name_as_another(tmp: Path, nb: str, release: bytes) -> Path:
+    """A Canvas download where mallory (user 1066) named her files so that another LMS's layout reads them:
+    `x_grace_attempt_<time>_<notebook>` (Blackboard's upload of grace's, who never submitted: on main it created
+    her submission) and `x_1_assignsubmission_file_<notebook>` (Moodle's participant 1's: a student
+    `mallory1066201x` collect created)."""
+    path = tmp / "canvas.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"ada_1001_100_{nb}.ipynb", WHEN), honest(release))
+        zf.writestr(zipfile.ZipInfo(f"mallory_1066_200_x_grace_attempt_2025-01-30-12-30-00_{nb}.ipynb", LATER),
+                    evil(release))
+        zf.writestr(zipfile.ZipInfo(f"mallory_1066_201_x_1_assignsubmission_file_{nb}.ipynb", LATER), evil(release))
+    return path
+
+
 @dataclass(frozen=True)
 class SourceAttack:
     """A source in which mallory's upload names ada and grace; `build(tmp, notebook name, release bytes)`."""
