@@ -262,6 +262,12 @@ def test_a_reading_that_cannot_fail_is_caught() -> None:
     assert {"the wrong 'log(J)' follows", "the wrong '1' follows"} <= set(misjudged("ch7.BLOCK_TIME", one_multiplier))
 
 
+@pytest.mark.parametrize("question", sorted(MEASURED))
+def test_a_reading_that_passes_everything_is_caught(question: str) -> None:
+    """Each question's check can fail: a reading that says 'follows' to every answer passes a wrong one."""
+    assert misjudged(question, lambda measured, answer: True)
+
+
 def test_attentions_depth_needs_lengths_where_the_order_dominates() -> None:
     """Section 6.8's old sweep, T = 4, 16, 64: the per-layer constant dominates and the reference L*log(T)
     misses as much as the wrong L; up to T = 2^30 the reference follows and L does not."""
