@@ -141,36 +141,35 @@ def test_the_batch_reports_its_isolation(batch) -> None:
     assert log["notebooks"][CHAPTER.notebook]["score"] == sum(batch["points"].values())
 
 
-# ---------------------------------------------------------------- the equation judge (Chapter 3)
+# ------------------------------------------------- the equation judge (Chapter 3), the drawn sizes (Chapter 7)
 
-EQUATIONS = select(["ch3"])[0]
-
-
-@pytest.fixture(scope="module")
-def equation_batch(tmp_path_factory) -> dict:
-    """Chapter 3 graded once: its honest source and release beside every equation attack, one judge."""
-    course_dir = nbs.make_course(tmp_path_factory.mktemp("adversarial_ch3"), [EQUATIONS.assignment])
-    src = nbs.source_nb(EQUATIONS, course_dir)
-    nbs.submit(course_dir, EQUATIONS, "honest_source", src)
-    nbs.submit(course_dir, EQUATIONS, "honest_release", nbs.release_nb(EQUATIONS, course_dir))
-    context = {"assignment": EQUATIONS.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
-    for attack in attacks_for(EQUATIONS.assignment):
-        nbs.submit(course_dir, EQUATIONS, attack.name, build(attack, src, context))
+@pytest.fixture(scope="module", params=["ch3", "ch7"])
+def chapter_batch(request, tmp_path_factory) -> dict:
+    """One chapter graded once: its honest source and release beside every attack of tests/adversarial/chN.py."""
+    chapter = select([request.param])[0]
+    course_dir = nbs.make_course(tmp_path_factory.mktemp(f"adversarial_{chapter.assignment}"), [chapter.assignment])
+    src = nbs.source_nb(chapter, course_dir)
+    nbs.submit(course_dir, chapter, "honest_source", src)
+    nbs.submit(course_dir, chapter, "honest_release", nbs.release_nb(chapter, course_dir))
+    context = {"assignment": chapter.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
+    for attack in attacks_for(chapter.assignment):
+        nbs.submit(course_dir, chapter, attack.name, build(attack, src, context))
     grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
     manual = {c.metadata.nbgrader["grade_id"] for c in src.cells
               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
-    return {"dir": course_dir, "points": nbs.max_points(src), "manual": manual}
+    return {"chapter": chapter, "dir": course_dir, "points": nbs.max_points(src), "manual": manual}
 
 
-def test_equation_attacks_get_the_right_score_beside_exact_honest_students(equation_batch) -> None:
-    course_dir, points = equation_batch["dir"], equation_batch["points"]
-    honest = nbs.scores(course_dir, EQUATIONS, "honest_source")
-    auto = set(points) - equation_batch["manual"]  # a question graded by hand waits for a person
+def test_chapter_attacks_get_the_right_score_beside_exact_honest_students(chapter_batch) -> None:
+    """Chapter 3: an equation too large to judge. Chapter 7: functions right only up to the public sizes (T <= 16)."""
+    chapter, course_dir, points = chapter_batch["chapter"], chapter_batch["dir"], chapter_batch["points"]
+    honest = nbs.scores(course_dir, chapter, "honest_source")
+    auto = set(points) - chapter_batch["manual"]  # a question graded by hand waits for a person
     assert auto and {g: honest[g] for g in auto} == {g: points[g] for g in auto}
-    release = nbs.scores(course_dir, EQUATIONS, "honest_release")
+    release = nbs.scores(course_dir, chapter, "honest_release")
     assert {g: release[g] for g in auto} == dict.fromkeys(auto, 0.0)
-    for attack in attacks_for(EQUATIONS.assignment):
-        got = nbs.scores(course_dir, EQUATIONS, attack.name)
+    for attack in attacks_for(chapter.assignment):
+        got = nbs.scores(course_dir, chapter, attack.name)
         assert got == {g: 0.0 if g in attack.lost else honest[g] for g in points}, f"{attack.name}: {attack.why}"
-        evidence = _evidence(course_dir, attack.name, EQUATIONS)
+        evidence = _evidence(course_dir, attack.name, chapter)
         assert attack.feedback.lower() in evidence.lower(), f"{attack.name}: no {attack.feedback!r} in its feedback"

@@ -88,13 +88,13 @@ shaped like the reference's own results on the same arguments).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from autograder.checks.compare import compare, describe, judge_composition
+from autograder.checks.compare import compare, describe, judge_composition, secret_error
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -190,20 +190,53 @@ class Check:
         return True
 
 
+class Secret(tuple):
+    """A trial whose sizes were drawn from the notebook's secret seed: feedback on it names the symptom,
+    never its inputs (not even their shapes) nor what the reference or the student's function made of them."""
+
+
+SECRET_TRIAL = "on a trial whose sizes were drawn for this notebook (they are not shown)"
+
+
+def where(trials: Sequence[tuple], i: int, names: Sequence[str] = ()) -> str:
+    """Where a failure happened: a public trial by its arguments (named by `names`), a secret one by nothing."""
+    if type(trials[i]) is Secret:
+        return SECRET_TRIAL
+    from attnlab.grading import split_record_request
+
+    return f"on trial {i + 1} of {len(trials)} ({describe(split_record_request(tuple(trials[i]))[0], names)})"
+
+
+def raised(trials: Sequence[tuple], i: int, error: str, names: Sequence[str] = ()) -> Verdict:
+    """The verdict on a function that raised `error` on trial `i` (its message kept off a secret trial)."""
+    shown = secret_error(error) if type(trials[i]) is Secret else error
+    return Verdict(False, f"your function raised {shown} {where(trials, i, names)}")
+
+
+def parameter_names(fn: Callable[..., object]) -> tuple[str, ...]:
+    """The names of `fn`'s positional parameters (to label a public trial's arguments)."""
+    fn = getattr(fn, "fn", fn)  # upstream checks wrap their reference
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 def _trial_by_trial(check: Check, trials: Sequence[tuple], outcomes: Sequence[Any],
-                    problem: Callable[[tuple, object], str | None]) -> Verdict:
-    """Fail on the first trial whose outcome raised or whose `problem(args, value)` is a sentence."""
+                    problem: Callable[[tuple, object, bool], str | None]) -> Verdict:
+    """Fail on the first trial whose outcome raised or whose `problem(args, value, secret)` is a sentence."""
     from attnlab.grading import split_record_request
 
     if len(outcomes) != len(trials):
         return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+    names = parameter_names(check.reference)  # type: ignore[attr-defined]
     for i, (trial, outcome) in enumerate(zip(trials, outcomes)):
-        args, _ = split_record_request(tuple(trial))
-        where = f"on trial {i + 1} of {len(trials)} ({describe(args)})"
         if outcome.error is not None:
-            return Verdict(False, f"your function raised {outcome.error} {where}")
-        if said := problem(args, outcome.value):
-            return Verdict(False, f"{said} {where}")
+            return raised(trials, i, outcome.error, names)
+        args, _ = split_record_request(tuple(trial))
+        if said := problem(args, outcome.value, type(trial) is Secret):
+            return Verdict(False, f"{said} {where(trials, i, names)}")
     return Verdict(True, f"all {len(trials)} trials match the reference")
 
 
@@ -263,24 +296,46 @@ class Draw:
         return int(torch.randint(2**31 - 1, (1,), generator=self.gen))
 
 
-Built = tuple | list[tuple]  # a grid builder gives one trial or several
-
-
-def grid(gen: torch.Generator, sizes: Iterable[tuple], build: Callable[..., Built]) -> list[tuple]:
-    """`build(draw, *size)` for every device, dtype and size, in that order (one trial or a list of them each)."""
-    sizes = list(sizes)
-    trials: list[tuple] = []
-    for device in devices():
-        for dtype in DTYPES:
-            for size in sizes:
-                made = build(Draw(gen, dtype, device), *size)
-                trials.extend(made if isinstance(made, list) else [made])
-    return trials
-
-
 def small_ints(gen: torch.Generator, n: int, low: int, high: int) -> list[int]:
     """`n` integers drawn uniformly from [low, high)."""
     return torch.randint(low, high, (n,), generator=gen).tolist()
+
+
+def between(gen: torch.Generator, low: int, high: int) -> int:
+    """One integer drawn uniformly from [low, high]."""
+    return int(torch.randint(low, high + 1, (1,), generator=gen))
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """A check's sizes: the `public` ones (edge cases, written here: feedback may show them) and `count` more
+    drawn by `drawn(gen)` from the notebook's secret seed, over ranges that reach beyond every public size and
+    every size a visible test uses (a function that only works up to the sizes it was shown fails there)."""
+
+    public: Sequence[tuple]
+    drawn: Callable[[torch.Generator], tuple[int, ...]]
+    count: int = 2
+
+    def secret(self, gen: torch.Generator) -> list[tuple[int, ...]]:
+        """This notebook's drawn sizes."""
+        return [tuple(self.drawn(gen)) for _ in range(self.count)]
+
+
+Built = tuple | list[tuple]  # a grid builder gives one trial or several
+
+
+def grid(gen: torch.Generator, sizes: Sizes, build: Callable[..., Built]) -> list[tuple]:
+    """`build(draw, *size)` for every device, dtype and size (the public sizes, then the secret ones, drawn
+    first), in that order; each gives one trial or a list of them. A trial of a drawn size is `Secret`."""
+    drawn = sizes.secret(gen)
+    trials: list[tuple] = []
+    for device in devices():
+        for dtype in DTYPES:
+            for size, secret in [*((s, False) for s in sizes.public), *((s, True) for s in drawn)]:
+                made = build(Draw(gen, dtype, device), *size)
+                made = made if isinstance(made, list) else [made]
+                trials.extend(Secret(t) for t in made) if secret else trials.extend(made)
+    return trials
 
 
 # --------------------------------------------------------------------------- the kinds
@@ -314,15 +369,19 @@ class FunctionCheck(Check):
         from attnlab.grading import RECORD
 
         trials = super().draw(seed)
-        return [(*args, {RECORD: list(self.upstream)}) for args in trials] if self.upstream else trials
+        return [type(args)((*args, {RECORD: list(self.upstream)})) for args in trials] if self.upstream else trials
 
     def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
         """Each output equal to the reference's within tolerance (or to the reference composed over the
         student's own upstream functions)."""
         if not self.upstream:
-            return _trial_by_trial(self, trials, outcomes, lambda args, value: compare(value, self.reference(*args), self))
+            return _trial_by_trial(self, trials, outcomes, self._compare)
         agreeing = frozenset(n for n in self.upstream if n in passed)
-        return _trial_by_trial(self, trials, outcomes, lambda args, value: judge_composition(self, args, value, agreeing))
+        return _trial_by_trial(self, trials, outcomes,
+                               lambda args, value, secret: judge_composition(self, args, value, agreeing, secret))
+
+    def _compare(self, args: tuple, value: object, secret: bool) -> str | None:
+        return compare(value, self.reference(*args), self, secret=secret)
 
     def upstream_reference(self, name: str) -> Callable[..., object]:
         """The reference's own `name`: the default of its keyword argument `name`."""
@@ -379,7 +438,8 @@ class ValueCheck(Check):
 
     def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
         """Each value equal to the reference's."""
-        return _trial_by_trial(self, trials, outcomes, lambda args, value: compare(value, self.reference(*args), self))
+        return _trial_by_trial(self, trials, outcomes,
+                               lambda args, value, secret: compare(value, self.reference(*args), self, secret=secret))
 
     def value_function(self) -> Callable[..., object] | None:
         return self.reference
@@ -530,10 +590,9 @@ class BehaviourCheck(Check):
         """`verify` on every output, once none raised."""
         if len(outcomes) != len(trials):
             return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
-        for i, (args, outcome) in enumerate(zip(trials, outcomes)):
+        for i, outcome in enumerate(outcomes):
             if outcome.error is not None:
-                where = f"on trial {i + 1} of {len(trials)} ({describe(self.public(args))})"
-                return Verdict(False, f"your function raised {outcome.error} {where}")
+                return raised([type(t)(self.public(t)) for t in trials], i, outcome.error)
         problem = self.verify(trials, [o.value for o in outcomes])
         if type(problem) is Passed:
             return Verdict(True, str(problem))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, grid
+from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, Sizes, between, grid
 from solutions import ch2
 
 # (X, Y, J, H, K, I): a single pixel, X != Y (an x/y mix-up fails), H = 1 and H > 1, J != H*I
-SIZES = [(1, 1, 4, 1, 3, 4), (3, 4, 8, 2, 3, 4), (5, 2, 12, 3, 5, 4), (4, 4, 16, 4, 8, 4), (2, 6, 10, 2, 4, 3)]
+# drawn: bigger images (up to 9 x 9 pixels) and wider layers
+SIZES = Sizes([(1, 1, 4, 1, 3, 4), (3, 4, 8, 2, 3, 4), (5, 2, 12, 3, 5, 4), (4, 4, 16, 4, 8, 4), (2, 6, 10, 2, 4, 3)],
+              lambda g: (between(g, 5, 9), between(g, 7, 9), between(g, 17, 32), between(g, 1, 4), between(g, 2, 8),
+                         between(g, 2, 6)))
 
 # Problem 2.1: the tensors given and the tensors the answer defines, as the chapter states them.
 SPATIAL = EquationQuestion(

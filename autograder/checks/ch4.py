@@ -28,14 +28,17 @@ import torch
 
 from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, MASK, SPECIALS
-from autograder.checks.base import BehaviourCheck, Draw, Passed, grid, received
+from autograder.checks.base import BehaviourCheck, Draw, Passed, Secret, Sizes, between, grid, received
 from autograder.gradinglog import figure
 from solutions import ch4
 
 # ---------------------------------------------------------------- the head alone
 
-# (F blanks, J, U, |V|): U < J, U > J, U = J; one word, a few, the grammar's 52, more words than anything else
-HEAD_SIZES = [(1, 3, 2, 2), (5, 6, 3, 7), (7, 4, 8, 52), (6, 16, 16, 300), (3, 5, 5, 1)]
+# (F blanks, J, U, |V|): U < J, U > J, U = J; one word, a few, the grammar's 52, more words than anything else;
+# the trainer's own J = 64, U = 32 on the grammar's words (the head that test_blank_lm trains, at its sizes).
+# Drawn: more blanks, wider states and word vectors, and more words than any of these.
+HEAD_SIZES = Sizes([(1, 3, 2, 2), (5, 6, 3, 7), (7, 4, 8, 52), (6, 16, 16, 300), (3, 5, 5, 1), (4, 64, 32, 52)],
+                   lambda g: (between(g, 8, 24), between(g, 17, 48), between(g, 17, 48), between(g, 301, 700)))
 NORMALISED = {torch.float32: 1e-4, torch.float64: 1e-9}  # |log sum_w P(w)| allowed
 SAME = {torch.float32: 1e-4, torch.float64: 1e-9}  # absolute difference allowed between equal outputs
 DEPENDS = 1e-3  # a fresh head's output must move by more than this when its states or word vectors are redrawn
@@ -76,15 +79,18 @@ def verify_head(trials: Sequence[tuple], values: Sequence[object]) -> str | Pass
     worst = 0.0  # max over outputs of |log sum_w P(w)| / NORMALISED[dtype]
     for trial, value in zip(trials, values):
         J, U, _, z_fwd, _, E, private = trial
-        where = f"(a fresh BlankHead({J}, {U}) on {z_fwd.shape[0]} blank(s), |V| = {E.shape[0]}, {str(E.dtype)[6:]})"
+        secret = type(trial) is Secret
+        where = (f"(a fresh BlankHead on {str(E.dtype)[6:]} inputs whose sizes were drawn for this notebook)" if secret
+                 else f"(a fresh BlankHead({J}, {U}) on {z_fwd.shape[0]} blank(s), |V| = {E.shape[0]}, {str(E.dtype)[6:]})")
         got = received(value)
         if got is None:
             return f"the head should return a torch.Tensor, got {type(value).__name__} {where}"
         out, device_type = got
         expected = (z_fwd.shape[0], E.shape[0])
         if tuple(out.shape) != expected:
-            return (f"the head returned shape {tuple(out.shape)}, expected (blanks, |V|) = {expected} {where}: one "
-                    "row per blank, one column per word of the vocabulary it is given")
+            shapes = "" if secret else f" {tuple(out.shape)}, expected (blanks, |V|) = {expected}"
+            return (f"the head returned the wrong shape{shapes} {where}: one row per blank, one column per word of "
+                    "the vocabulary it is given")
         if out.dtype != E.dtype or device_type != E.device.type:
             return f"the head returned {str(out.dtype)[6:]} on {device_type} for inputs {str(E.dtype)[6:]} on {E.device.type} {where}"
         if torch.isnan(out).any() or (out == math.inf).any():

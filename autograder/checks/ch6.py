@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, ValueCheck, grid, small_ints
+from autograder.checks.base import EquationCheck, EquationQuestion, FunctionCheck, Secret, Sizes, ValueCheck, between, grid, small_ints
 from solutions import ch6
 
 # Problem 6.1: layer 0 from the word vectors E[w, j] and the word ids w[b, t] (values < |V|).
@@ -25,11 +25,14 @@ STRIDE2_EQUATION = EquationQuestion(
 )
 
 # (B, T, |V|, J): B = 1, T = 1, repeated ids (|V| < B*T), |V| > B*T
-EMBED_SIZES = [(1, 1, 3, 2), (2, 5, 4, 3), (3, 7, 50, 8), (4, 12, 6, 1), (5, 2, 100, 16)]
+EMBED_SIZES = Sizes([(1, 1, 3, 2), (2, 5, 4, 3), (3, 7, 50, 8), (4, 12, 6, 1), (5, 2, 100, 16)],
+                    lambda g: (between(g, 2, 6), between(g, 17, 40), between(g, 101, 300), between(g, 17, 40)))  # drawn: longer, more words
 # (B, T, D, J, J'): D = 1, 2, 3, 4; T = D (one output), T - D odd and even (T//2 differs from
 # (T - D)//2 + 1 on most); J != J' both ways
-CONV_SIZES = [(1, 1, 1, 2, 3), (2, 3, 3, 4, 4), (3, 8, 2, 3, 5), (2, 9, 3, 5, 2), (4, 10, 3, 6, 6),
-              (1, 16, 4, 2, 7), (2, 15, 3, 8, 8), (3, 6, 1, 4, 2), (2, 8, 3, 3, 4)]
+CONV_SIZES = Sizes([(1, 1, 1, 2, 3), (2, 3, 3, 4, 4), (3, 8, 2, 3, 5), (2, 9, 3, 5, 2), (4, 10, 3, 6, 6),
+                   (1, 16, 4, 2, 7), (2, 15, 3, 8, 8), (3, 6, 1, 4, 2), (2, 8, 3, 3, 4)],
+                   lambda g: (between(g, 1, 4), between(g, 17, 48), between(g, 2, 6), between(g, 9, 16),
+                              between(g, 9, 16)))  # drawn: longer sentences, wider filters and layers
 
 
 def embed_trials(gen: torch.Generator) -> list[tuple]:
@@ -44,10 +47,11 @@ def conv_stride2_trials(gen: torch.Generator) -> list[tuple]:
 
 
 def receptive_field_trials(gen: torch.Generator) -> list[tuple]:
-    """(l, D): layer 0, D = 1 (never grows), D = 2 (powers of two), a deep stack, random ones up to l = 60."""
+    """(l, D): layer 0, D = 1 (never grows), D = 2 (powers of two), a deep stack; drawn: up to l = 200, one of
+    them deeper than any public one."""
     fixed = [(0, 1), (0, 4), (1, 1), (1, 5), (6, 1), (2, 2), (3, 3), (5, 2), (4, 7), (60, 9)]
-    ls, Ds = small_ints(gen, 8, 0, 61), small_ints(gen, 8, 1, 10)
-    return fixed + list(zip(ls, Ds))
+    ls, Ds = [between(gen, 61, 200), *small_ints(gen, 7, 0, 201)], small_ints(gen, 8, 1, 13)
+    return fixed + [Secret(t) for t in zip(ls, Ds)]
 
 
 def layers_needed_trials(gen: torch.Generator) -> list[tuple]:
@@ -57,7 +61,7 @@ def layers_needed_trials(gen: torch.Generator) -> list[tuple]:
              (r(45, 5), 5), (r(45, 5) + 1, 5), (10**15, 2)]
     Ts = [int(10 ** (15 * u)) for u in torch.rand(6, generator=gen).tolist()]
     Ds = small_ints(gen, 6, 2, 10)
-    return fixed + list(zip(Ts, Ds))
+    return fixed + [Secret(t) for t in zip(Ts, Ds)]
 
 
 CHECKS = {

@@ -4,27 +4,36 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks.base import Draw, FunctionCheck, grid
+from autograder.checks.base import Draw, FunctionCheck, Sizes, between, grid
 from solutions import ch7
 
 # (T, J, H, K, I, hidden units): T = 1, H = 1 and H > 1, K != I, J = H*I and J != H*I (the parts alone), hidden != J
 SIZES = [(1, 4, 1, 3, 4, 6), (5, 8, 2, 3, 4, 16), (7, 12, 3, 5, 4, 10), (16, 16, 4, 2, 4, 64), (6, 10, 2, 4, 3, 7)]
 
 
+def _drawn(g: torch.Generator) -> tuple[int, ...]:
+    """Sizes beyond the public ones (T > 16: a mask or buffer built for at most 16 positions fails), J = H*I."""
+    T, H, K, I, F = between(g, 17, 48), between(g, 1, 4), between(g, 2, 8), between(g, 2, 6), between(g, 17, 64)
+    return T, H * I, H, K, I, F
+
+
+PARTS = Sizes(SIZES, _drawn)
+
+
 def stacked_projection_trials(gen: torch.Generator) -> list[tuple]:
     """M[T,J], W[H(2K+I), J], H, K: every size in both dtypes on every device."""
-    return grid(gen, SIZES, lambda r, T, J, H, K, I, _: (r.randn(T, J), r.randn(H * (2 * K + I), J), H, K))
+    return grid(gen, PARTS, lambda r, T, J, H, K, I, _: (r.randn(T, J), r.randn(H * (2 * K + I), J), H, K))
 
 
 def attention_trials(gen: torch.Generator) -> list[tuple]:
     """Query, Key[H,T,K], Value[H,T,I], with and without the mask."""
-    return grid(gen, SIZES, lambda r, T, _, H, K, I, __: [(r.randn(H, T, K), r.randn(H, T, K), r.randn(H, T, I), causal)
+    return grid(gen, PARTS, lambda r, T, _, H, K, I, __: [(r.randn(H, T, K), r.randn(H, T, K), r.randn(H, T, I), causal)
                                                           for causal in (False, True)])
 
 
 def output_projection_trials(gen: torch.Generator) -> list[tuple]:
     """V[H,T,I], WO[J, H*I] (J != H*I in some)."""
-    return grid(gen, SIZES, lambda r, T, J, H, _, I, __: (r.randn(H, T, I), r.randn(J, H * I)))
+    return grid(gen, PARTS, lambda r, T, J, H, _, I, __: (r.randn(H, T, I), r.randn(J, H * I)))
 
 
 def layer_norm_trials(gen: torch.Generator) -> list[tuple]:
@@ -35,12 +44,12 @@ def layer_norm_trials(gen: torch.Generator) -> list[tuple]:
         gain, shift = r.randn(J), r.randn(J)
         return [(M, gain, shift), (M, gain, shift, 0.1)]
 
-    return grid(gen, [(3, 2), *SIZES], build)
+    return grid(gen, Sizes([(3, 2), *SIZES], _drawn), build)
 
 
 def feed_forward_trials(gen: torch.Generator) -> list[tuple]:
     """M[T,J], W1[F,J], beta1[F], W2[J,F], beta2[J]."""
-    return grid(gen, SIZES, lambda r, T, J, H, K, I, F: (r.randn(T, J), r.randn(F, J, scale=J ** -0.5), r.randn(F),
+    return grid(gen, PARTS, lambda r, T, J, H, K, I, F: (r.randn(T, J), r.randn(F, J, scale=J ** -0.5), r.randn(F),
                                                           r.randn(J, F, scale=F ** -0.5), r.randn(J)))
 
 
@@ -59,7 +68,7 @@ def block_trials(gen: torch.Generator) -> list[tuple]:
         M = 1.0 + r.randn(T, H * I, scale=2.0)
         return [(M, _params(r, H * I, H, K, I, F), H, K, causal) for causal in (False, True)]
 
-    return grid(gen, SIZES, build)
+    return grid(gen, PARTS, build)
 
 
 CHECKS = {

@@ -4,10 +4,16 @@
 `judge_composition` also accepts the reference composed over the student's own upstream functions (their
 calls, recorded in the sandbox). They read only plain data from the student's side: tensors are checked to
 be plain `torch.Tensor`s before any of their methods are trusted.
+
+What a sentence may say: the symptom (a shape, a dtype, NaN, the size of an error), never the
+reference's value. On a trial drawn from the notebook's secret seed (`secret=True`) it says no
+shape or value at all (not the student's own, which the secret inputs decide): a student learns
+which property failed, not the inputs it failed on.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,7 +30,7 @@ class _NotRecorded(Exception):
 
 
 def judge_composition(check: FunctionCheck, args: tuple, value: object,
-                       agreeing: frozenset[str] = frozenset()) -> str | None:
+                      agreeing: frozenset[str] = frozenset(), secret: bool = False) -> str | None:
     """None if the output equals the reference, or the reference composed over the student's own upstream
     functions (their recorded calls); else a sentence saying how it differs from both.
 
@@ -32,21 +38,21 @@ def judge_composition(check: FunctionCheck, args: tuple, value: object,
     named in `agreeing` passed its own check in this notebook: its recorded results must then be the
     reference's on the same arguments (within the check's tolerance), or the log does not count."""
     output, calls = _split_recorded(value, check.upstream)
-    problem = compare(output, check.reference(*args), check)
+    problem = compare(output, check.reference(*args), check, secret=secret)
     if problem is None:
         return None
     if calls is None:
         return problem
     names = _and(check.upstream)
     try:
-        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n), n in agreeing)
+        lookups = {n: _lookup_calls(n, calls[n], check, check.upstream_reference(n), n in agreeing, secret)
                    for n in check.upstream}
         composed = check.reference(*args, **lookups)
     except _NotRecorded as exc:
         return f"{problem}, and it is not the expected composition of your own {names} either ({exc})"
     except Exception as exc:  # noqa: BLE001 - the student's recorded results may be anything
         return f"{problem}, and the expected composition over your own {names} fails ({type(exc).__name__})"
-    other = compare(output, composed, check)
+    other = compare(output, composed, check, secret=secret)
     if other is None:
         return None
     return f"{problem}; built on your own {names} the expected result differs too: {other}"
@@ -61,7 +67,8 @@ def _split_recorded(value: object, names: Sequence[str]) -> tuple[object, dict[s
     return value, None
 
 
-def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object], agree: bool = False):
+def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callable[..., object], agree: bool = False,
+                  secret: bool = False):
     """A stand-in for the student's `name` that answers from its recorded calls (arguments matched by value).
 
     A recorded result is used only if it has the structure and shapes of the reference's own result on the
@@ -81,7 +88,8 @@ def _lookup_calls(name: str, log: list, check: FunctionCheck, reference: Callabl
             raise _NotRecorded(f"your {name} returned different results for the same arguments")
         expected = reference(*args)
         if not _same_form(first, expected):
-            raise _NotRecorded(f"your {name} returned {_kind(found[0])} where {describe([expected])} was expected")
+            shown = "a result of another form" if secret else describe([expected])
+            raise _NotRecorded(f"your {name} returned {_kind(found[0], secret)} where {shown} was expected")
         if agree and compare(first, expected, check) is not None:
             raise _NotRecorded(f"your {name} passed its own check, but the results recorded for it here differ "
                                "from what it must return on the same arguments")
@@ -125,32 +133,41 @@ def _and(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def compare(actual: object, expected: object, check: Check, path: str = "output") -> str | None:
-    """None if `actual` matches `expected`, else a sentence saying how it differs."""
+def compare(actual: object, expected: object, check: Check, path: str = "output", *, secret: bool = False) -> str | None:
+    """None if `actual` matches `expected`, else a sentence saying how it differs (without the reference's
+    value; with `secret`, without any shape or value: the trial's inputs are the notebook's secret)."""
     if isinstance(expected, torch.Tensor):
-        return _compare_tensor(actual, expected, check, path)
+        return _compare_tensor(actual, expected, check, path, secret)
     if isinstance(expected, (list, tuple)):
         if type(actual) not in (list, tuple) or len(actual) != len(expected):
-            return f"{path} should be a sequence of {len(expected)} items, got {_kind(actual)}"
+            return f"{path} should be a sequence of {len(expected)} items, got {_kind(actual, secret)}"
         for k, (a, e) in enumerate(zip(actual, expected)):
-            if problem := compare(a, e, check, f"{path}[{k}]"):
+            if problem := compare(a, e, check, f"{path}[{k}]", secret=secret):
                 return problem
         return None
     if type(actual) is not type(expected) and not (type(actual) in (int, float) and type(expected) in (int, float)):
-        return f"{path} should be {type(expected).__name__} {expected!r}, got {_kind(actual)}"
+        return f"{path} should be {_a(type(expected).__name__)}, got {_kind(actual, secret)}"
     if type(actual) is float and not math.isfinite(actual) and not (actual == -math.inf and expected == -math.inf):
-        return f"{path} is {actual!r}, expected {expected!r} (a number must be finite)"
-    return None if actual == expected else f"{path} is {actual!r}, expected {expected!r}"
+        return f"{path} is {actual!r} (a number must be finite)"
+    if actual == expected:
+        return None
+    return f"{path} is not the right value" if secret else f"{path} is {actual!r}, not the right value"
 
 
-def _compare_tensor(actual: object, expected: torch.Tensor, check: Check, path: str) -> str | None:
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def _compare_tensor(actual: object, expected: torch.Tensor, check: Check, path: str, secret: bool) -> str | None:
     if isinstance(actual, Received):
         tensor, device_type = actual.tensor, actual.device_type
     elif type(actual) is torch.Tensor:
         tensor, device_type = actual.detach(), actual.device.type
     else:
-        return f"{path} should be a torch.Tensor, got {_kind(actual)}"
+        return f"{path} should be a torch.Tensor, got {_kind(actual, secret)}"
     if tuple(tensor.shape) != tuple(expected.shape):
+        if secret:
+            return f"{path} has the wrong shape ({tensor.dim()} axes, expected {expected.dim()})"
         return f"{path} has shape {tuple(tensor.shape)}, expected {tuple(expected.shape)}"
     if tensor.dtype != expected.dtype:
         return f"{path} has dtype {tensor.dtype}, expected {expected.dtype} (keep the inputs' dtype)"
@@ -185,17 +202,33 @@ def _nonfinite(a: torch.Tensor, e: torch.Tensor, path: str) -> str | None:
     return None
 
 
-def _kind(x: object) -> str:
-    if isinstance(x, Received):
-        return f"a tensor of shape {tuple(x.tensor.shape)}"
-    if type(x) is torch.Tensor:
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"{type(x).__name__}"
+def _kind(x: object, secret: bool = False) -> str:
+    if isinstance(x, Received | torch.Tensor):
+        shape = tuple(x.tensor.shape) if isinstance(x, Received) else tuple(x.shape)
+        return "a tensor" if secret else f"a tensor of shape {shape}"
+    return _a(type(x).__name__)
 
 
-def describe(args: Sequence[object]) -> str:
-    """Short text for a trial's arguments: shapes, dtype and device of tensors."""
-    return ", ".join(_describe(a) for a in args)
+def describe(args: Sequence[object], names: Sequence[str] = ()) -> str:
+    """Short text for a trial's arguments: shapes, dtype and device of tensors, each by its parameter's name
+    where `names` gives it (`M: [5,8] float32 cpu, eps=0.1`)."""
+    named = [*names, *[""] * (len(args) - len(names))]
+    return ", ".join(_named(name, _describe(a), a) for name, a in zip(named, args))
+
+
+def _named(name: str, text: str, a: object) -> str:
+    if not name:
+        return text
+    return f"{name}={text}" if type(a) in (int, float, bool, str) else f"{name}: {text}"
+
+
+def secret_error(error: str) -> str:
+    """A student's exception on a secret trial, without its message (which may hold the trial's sizes):
+    its type and line (`attnlab.grading` writes "Type: message (line N)")."""
+    kind = error.split(":", 1)[0].strip()
+    line = re.search(r"\(line \d+\)$", error)
+    kind = kind if re.fullmatch(r"[A-Za-z_][\w.]{0,80}", kind) else "an exception"
+    return f"{kind}{' ' + line.group(0) if line else ''}"
 
 
 def _describe(a: object) -> str:
