@@ -59,12 +59,41 @@ class Channel(Protocol):
 
 
 _channel: Channel | None = None
+_pins: dict[str, object] = {}
 
 
 def install_channel(channel: Channel | None) -> None:
     """Route hidden checks to the trusted grader (None: judge locally)."""
     global _channel
     _channel = channel
+    _pins.clear()
+
+
+class PinError(RuntimeError):
+    """A name pinned while grading was pinned again to another object."""
+
+
+def pin(name: str, value: object) -> object:
+    """Fix what `name` means to the locked cells for the rest of a graded run, and return `value`.
+
+    A locked cell pins what it judged (Chapter 4's `test_blank_head` pins the `BlankHead` it judged), and
+    the locked cells that use it later ask `pinned(name, ...)`, not the notebook's global: a cell that
+    rebinds the name in between changes nothing they run. While a grader runs the notebook the first pin
+    holds: pinning the name again to another object raises PinError (a cell that pinned first makes the
+    locked cell's own pin fail, and with it that cell). Anywhere else (your Jupyter, nbval) a pin is only
+    the value: `pinned` gives the current binding, so a head you edit is the head you train.
+    """
+    if _channel is not None:
+        held = _pins.setdefault(name, value)
+        if held is not value:
+            raise PinError(f"{name} was pinned by a locked cell already; a notebook cannot change it while graded")
+    return value
+
+
+def pinned(name: str, current: object) -> object:
+    """While graded: the object pinned as `name` (`current`, the notebook's binding now, if none was); anywhere
+    else: `current`."""
+    return _pins.get(name, current) if _channel is not None else current
 
 
 def is_grading() -> bool:

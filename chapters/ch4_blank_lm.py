@@ -67,7 +67,7 @@ from tqdm.auto import tqdm
 
 from attnlab.data import grammar
 from attnlab.data.grammar import BOS, EOS, GRAMMAR, MASK, PAD
-from attnlab.grading import is_grading, runs_slow_check
+from attnlab.grading import is_grading, pin, pinned, runs_slow_check
 from attnlab.testing import Explained, expect_close, expect_like, expect_shape
 
 # Two threads, the budget this chapter is written for (the grader chooses its own). PASSIVE: idle
@@ -261,12 +261,14 @@ def head_outputs(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next
                  E: torch.Tensor) -> torch.Tensor:
     """A fresh BlankHead(J, U), its parameters drawn from `seed`, on these inputs -> ln P[F, |V|]."""
     torch.manual_seed(seed)
-    head = BlankHead(J, U).to(dtype=E.dtype, device=E.device).eval()
+    head = pinned("BlankHead", BlankHead)(J, U).to(dtype=E.dtype, device=E.device).eval()
     return head(z_fwd_prev, z_bwd_next, E)
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_blank_head", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Visible tests: properties every right answer has, never a particular formula.
+# While graded, the BlankHead judged here is the one test_blank_lm trains, whatever the name holds later.
+BlankHead = pin("BlankHead", BlankHead)
 g = torch.Generator().manual_seed(0)
 blanks, J, U = 5, 6, 3  # F = 5 blanks; U != J: the word vectors have their own dimension
 z_fwd_prev = torch.randn(blanks, J, generator=g, dtype=torch.float64)
@@ -350,7 +352,7 @@ class BlankLM(nn.Module):
         self.E = nn.Parameter(0.1 * torch.randn(n_words, U))
         self.gru_fwd = nn.GRU(U, J, batch_first=True)
         self.gru_bwd = nn.GRU(U, J, batch_first=True)
-        self.head = BlankHead(J, U)
+        self.head = pinned("BlankHead", BlankHead)(J, U)  # while graded: the head test_blank_head judged
 
     def states(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ids[B, T+2] (<bos> w_1..w_T <eos> <pad>..), lengths[B] -> z_fwd, z_bwd [B, T+2, J]."""
@@ -379,6 +381,9 @@ def blank_cross_entropy(log_p: torch.Tensor, ids: torch.Tensor, lengths: torch.T
     w = ids[:, 1:-1].masked_fill(ids[:, 1:-1] == EOS, PAD)  # the words w_1..w_T, padding after
     nll = F.cross_entropy(log_p.transpose(1, 2), w, reduction="none") * (w != PAD)  # renormalises log_p
     return (nll.sum(1) / lengths).mean()
+
+
+BlankLM = pin("BlankLM", BlankLM)  # while graded, fit_blank_lm trains this model, whatever the name holds later
 
 
 # %% [markdown]
@@ -424,7 +429,7 @@ def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids
     with torch.enable_grad():  # the grader calls this under torch.no_grad()
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed)
-        model = BlankLM(n_words).to(device)
+        model = pinned("BlankLM", BlankLM)(n_words).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-2, weight_decay=0.01)
         schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-2, total_steps=steps, pct_start=0.1)
         model.train()
@@ -440,6 +445,9 @@ def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids
     model.eval()
     with torch.no_grad():
         return model.blanks(query_ids.to(device), query_lengths.to(device), query_t.to(device)).cpu()
+
+
+fit_blank_lm = pin("fit_blank_lm", fit_blank_lm)  # while graded, what test_blank_lm runs
 
 
 def blank_queries(batch: grammar.Sentences, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -503,7 +511,7 @@ if runs_slow_check("it trains your model as the grader does, about 20 s on 2 CPU
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
-hidden_check("ch4.blank_lm", fit_blank_lm)
+hidden_check("ch4.blank_lm", pinned("fit_blank_lm", fit_blank_lm))
 ### END HIDDEN TESTS
 
 # %% [markdown] tags=["solutions-only"]

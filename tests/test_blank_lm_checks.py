@@ -208,19 +208,36 @@ def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
 @pytest.mark.filterwarnings("ignore:Object of type")
 def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
     """Graded by the engine, the prying head finds nothing and earns every point: what reaches the
-    notebook's process is `sent`, the trials without their private parts, for both checks."""
+    notebook's process is `sent`, the trials without their private parts, for both checks. In the same
+    batch, the attacks of tests/adversarial/ch4.py (a head swapped after its test, a trainer redefined)
+    lose what they must, and the release earns nothing."""
+    from autograder import course
     from autograder.engine import Limits, grade
+    from tests.adversarial import attacks_for, build
 
     chapter = select(["ch4"])[0]
     course_dir = nbs.make_course(tmp_path / "course", [chapter.assignment])
     src = nbs.source_nb(chapter, course_dir)
-    cell(src, "blank_head").source = PRYING_HEAD.strip()
-    nbs.submit(course_dir, chapter, "prying", src)
-    summary = grade(course_dir, workers=1, progress=False, limits=Limits(cell_seconds=300, notebook_seconds=900))
-    assert summary.graded == 1 and summary.failed == 0
+    context = {"assignment": "ch4", "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
+    for attack in attacks_for("ch4"):
+        nbs.submit(course_dir, chapter, attack.name, build(attack, src, context))
+    nbs.submit(course_dir, chapter, "honest_release", nbs.release_nb(chapter, course_dir))
+    prying = nbformat.from_dict(src)
+    cell(prying, "blank_head").source = PRYING_HEAD.strip()
+    nbs.submit(course_dir, chapter, "prying", prying)
+    summary = grade(course_dir, workers=2, progress=False, limits=Limits(cell_seconds=300, notebook_seconds=900))
+    assert summary.graded == 2 + len(attacks_for("ch4")) and summary.failed == 0
+    points = nbs.max_points(src)
     scores = nbs.scores(course_dir, chapter, "prying")
-    assert scores == nbs.max_points(src), scores
+    assert scores == points, scores
     assert {"test_blank_head", "test_blank_lm"} <= scores.keys()
+    assert not any(nbs.scores(course_dir, chapter, "honest_release").values())
+    for attack in attacks_for("ch4"):
+        got = nbs.scores(course_dir, chapter, attack.name)
+        assert got == {g: 0.0 if g in attack.lost else p for g, p in points.items()}, f"{attack.name}: {attack.why}"
+        folder = course_dir / "autograded" / attack.name / chapter.assignment
+        evidence = (folder / "grading_log.json").read_text() + (folder / f"{chapter.notebook}.ipynb").read_text()
+        assert attack.feedback in evidence, f"{attack.name}: no {attack.feedback!r} in its feedback"
 
 
 def test_the_trained_check_trains_with_the_course_trainer() -> None:
