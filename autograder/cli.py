@@ -598,7 +598,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="grade on this Dask scheduler's workers")
     p.add_argument("--accept-only", action="store_true", help="accept and queue uploads, grade nothing yet")
     p.add_argument("--finalize", metavar="CHAPTER|all", help="do not serve: put each student's attempt that counts "
-                   "(service.toml's final: last on-time, or best) in submitted/ and grade it, then exit")
+                   "(service.toml's final: the course's rule or pin, or the best) in submitted/ and grade it, then exit")
     p.add_argument("--forwarded-allow-ips", default="127.0.0.1",
                    help="the reverse proxy's address, whose X-Forwarded-* headers are trusted (default 127.0.0.1)")
 

@@ -62,7 +62,11 @@ class Server:
             with urllib.request.urlopen(req, timeout=120) as r:
                 return r.status, json.loads(r.read()), dict(r.headers)
         except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}"), dict(e.headers)
+            body = e.read()
+            try:
+                return e.code, json.loads(body or b"{}"), dict(e.headers)
+            except ValueError:
+                return e.code, {"error": body.decode("utf-8", "replace")[:300]}, dict(e.headers)
 
     def result(self, token: str, upload: str, poll: float = 0.02) -> dict:
         deadline = time.monotonic() + WAIT_S

@@ -346,12 +346,19 @@ def test_finalize_puts_the_attempt_that_counts_back_and_grades_it(client: Client
     calls = []
     monkeypatch.setattr(course_mod.Course, "grade", lambda self, *a, **k: calls.append(a))
     submitted = client.course / "submitted" / "ada" / "ch1" / "ch1_parallel_time.ipynb"
-    assert finalize(client.course) == [("ada", "ch1", two)] and submitted.read_bytes() == second  # the last
+    assert finalize(client.course) == [("ada", "ch1", two)] and submitted.read_bytes() == second  # the course's rule
+    from autograder.record import attempts as record  # every upload is in the course's record, as collect's are
+
+    assert len(record.every(client.course, "ada", "ch1", "ch1_parallel_time")) == 2
+    record.pin(client.course, "ada", "ch1", "ch1_parallel_time", 1)  # the instructor pins the first
+    assert finalize(client.course) == [("ada", "ch1", one)] and submitted.read_bytes() == first
+    record.pin(client.course, "ada", "ch1", "ch1_parallel_time", None)
+    assert finalize(client.course) == [("ada", "ch1", two)]
     (client.course / "service.toml").write_text('final = "best"\n')
     assert finalize(client.course) == [("ada", "ch1", one)] and submitted.read_bytes() == first  # the best
     stamp = (client.course / "submitted" / "ada" / "ch1" / "timestamp.txt").read_text()
     assert stamp.startswith(store.attempt(one).received_at.strftime("%Y-%m-%d %H:%M:%S"))  # with its own time
-    assert calls == [(None, ["ada"])] * 2
+    assert calls == [(None, ["ada"])] * 4
 
 
 def test_a_student_sees_their_own_due_date_and_points_wait_for_the_last_extension(client: Client) -> None:

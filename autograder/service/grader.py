@@ -155,7 +155,7 @@ class Grader:
 
 
 def finalize(course_dir: Path, assignment: str | None = None, workers: int = 2) -> list[tuple[str, str, str]]:
-    """The attempts that count (service.toml's `final`: the last on-time one, or the best) put back in submitted/
+    """The attempts that count (service.toml's `final`: the course's rule or pin, or the best) put back in submitted/
     with their times, and graded by `Course.grade` where that changes the file (an attempt graded before is graded
     again, with a fresh secret: the gradebook then holds what counts). Run it once the service is stopped, after
     the due date. Returns (student, assignment, attempt id) of each attempt that counts."""

@@ -3,7 +3,7 @@
     attempts = 5            # gradings per student and chapter in each window
     window_hours = 24
     queue = 64              # uploads waiting at most; more are answered 429 with Retry-After
-    final = "last"          # what counts at the deadline: the last on-time attempt ("last") or the best ("best")
+    final = "rule"          # what counts: the course's rule or the instructor's pin (`autograder attempts`), or "best"
     published = ["ch1"]     # chapters whose grades the instructor has published
 
     [show]                  # what a result page shows: "nothing", "cells" (pass/fail and the judge's sentence),
@@ -23,7 +23,7 @@ from pathlib import Path
 
 FILE = "service.toml"
 TIERS = ("nothing", "cells", "points")
-FINALS = ("last", "best")
+FINALS = ("rule", "best")
 
 
 class SettingsError(ValueError):
@@ -44,7 +44,7 @@ class Settings:
     attempts: int = 5
     window_hours: float = 24.0
     queue: int = 64
-    final: str = "last"
+    final: str = "rule"
     published: frozenset[str] = frozenset()
     show: Show = Show()
     chapters: dict[str, Show] = field(default_factory=dict)
@@ -54,8 +54,8 @@ class Settings:
 
     def describe(self) -> str:
         """The limits as the student page states them."""
-        return (f"{self.attempts} graded attempt(s) per chapter in any {self.window_hours:g} h; one grading at a time; "
-                f"the {'last on-time' if self.final == 'last' else 'best'} attempt counts")
+        counts = "the course's rule says which attempt counts" if self.final == "rule" else "the best attempt counts"
+        return f"{self.attempts} graded attempt(s) per chapter in any {self.window_hours:g} h; one grading at a time; {counts}"
 
 
 def _int(data: dict, key: str, default: int, low: int, high: int) -> int:
@@ -97,7 +97,7 @@ def load(course_dir: Path) -> Settings:
     hours = data.get("window_hours", 24.0)
     if type(hours) not in (int, float) or not (math.isfinite(hours) and 0 < hours <= 24 * 366):
         raise SettingsError(f"{FILE}: window_hours must be a number of hours above 0, got {hours!r}")
-    final = data.get("final", "last")
+    final = data.get("final", "rule")
     if final not in FINALS:
         raise SettingsError(f"{FILE}: final must be one of {', '.join(FINALS)}, got {final!r}")
     published = data.get("published", [])

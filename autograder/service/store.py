@@ -180,16 +180,21 @@ class Store:
 
     def accept(self, student: str, assignment: str, notebook: str, data: bytes, received: dt.datetime) -> Attempt:
         """Keep `data` as a new attempt, durably: its own copy, nbgrader's submitted/ copy with timestamp.txt, then the
-        queue row. Returns it queued. The caller checked the limits under `self._lock` (see `admit`)."""
+        queue row, and the upload in the course's record of attempts. Returns it queued (`app.admit` checked the limits)."""
+        from autograder.record import attempts as record
+
         attempt_id = secrets.token_urlsafe(12)
-        durable_write(self.upload_path(attempt_id, student, assignment), data)
-        self.place(student, assignment, notebook, data, received)
-        with self.tx() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts").fetchone()[0]
-            db.execute("INSERT INTO attempts (id, student, assignment, notebook, sha256, size, received_at, state, seq)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
-                       (attempt_id, student, assignment, notebook, hashlib.sha256(data).hexdigest(), len(data),
-                        iso(received), seq))
+        with self._lock:  # one upload at a time: its arrival order is its order in the course's record too
+            seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts").fetchone()[0]
+            durable_write(self.upload_path(attempt_id, student, assignment), data)
+            self.place(student, assignment, notebook, data, received)
+            record.keep(self.course_dir, student, assignment, notebook, data, received, "the submission service",
+                        order=seq)
+            with self.tx() as db:
+                db.execute("INSERT INTO attempts (id, student, assignment, notebook, sha256, size, received_at, state, "
+                           "seq) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                           (attempt_id, student, assignment, notebook, hashlib.sha256(data).hexdigest(), len(data),
+                            iso(received), seq))
         return self.attempt(attempt_id)
 
     def place(self, student: str, assignment: str, notebook: str, data: bytes, received: dt.datetime) -> None:

@@ -128,16 +128,18 @@ def attempts_used(store: Store, settings: Settings, student: str, assignment: st
 
 
 def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student: str, assignment: str) -> Attempt | None:
-    """The attempt that counts for the grade: the last on-time graded one (the last at all when none is on time),
-    or the best, as service.toml's `final` says."""
-    due = own_due(store, cfg, student, assignment).due
+    """The graded upload that counts for the grade: the best (service.toml's `final = "best"`), else the one the
+    course's record chooses (the instructor's pin, else the course's rule: `autograder attempts`); None when
+    nothing graded counts yet (or what counts came from elsewhere, such as an LMS download)."""
+    from autograder.record import attempts as record
+
     done = [a for a in store.attempts(student, assignment) if a.state == "done" and a.result]
     if not done:
         return None
     if settings.final == "best":
         return max(done, key=lambda a: (a.result.get("score", 0), a.seq))
-    on_time = [a for a in done if due is None or a.received_at <= due]
-    return (on_time or done)[0]
+    choice = record.graded(store.course_dir, student, assignment, done[0].notebook)
+    return next((a for a in done if choice is not None and a.sha256 == choice.attempt.sha256), None)
 
 
 def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt, when: dt.datetime | None = None) -> Shown:
