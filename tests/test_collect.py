@@ -319,3 +319,22 @@ def test_memory_measure_works_here() -> None:
         peak_kib = int(out.split()[1])
         assert low * 1024 <= peak_kib < high * 1024, (size_mib, peak_kib)
     del big
+
+
+def test_a_name_in_either_unicode_form_names_one_student() -> None:
+    """A name unpacked on macOS is decomposed (NFD: `e` then a combining accent), and Python lowers `İ` to `i` with a
+    combining dot: each names the student its composed form names, never a refused id or another student's
+    (on main, Moodle's decomposed `José` was `jose` and `İlker` and an exchange folder `josé` were refused)."""
+    import unicodedata
+    from pathlib import PurePosixPath
+
+    from autograder.collect.sources import Entry
+
+    ctx = layouts.Context({"ch1": ["nb.ipynb"]})
+
+    def student(name: str) -> str | None:
+        return layouts.owner_of(Entry(name, PurePosixPath(name), b"", None), ctx).student
+
+    for name, expected in (("José_6_assignsubmission_file_/nb.ipynb", "josé"), ("josé/ch1/nb.ipynb", "josé"),
+                           ("İlker Öz_5_assignsubmission_file_/nb.ipynb", "ilkeröz")):
+        assert student(name) == student(unicodedata.normalize("NFD", name)) == expected, name

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import ClassVar
@@ -191,7 +192,7 @@ class Moodle(Layout):
         last = i == len(parts) - 1
         if not m or (last and not m["file"]) or (not last and m["file"]):
             return None
-        slug = re.sub(r"[\W_]+", "", m["name"]).lower()
+        slug = re.sub(r"[\W_]+", "", m["name"].lower())  # lower first: "İ" lowers to "i" and a combining dot
         student = f"participant_{m['participant']}" if slug in ("", "participant") else slug
         area, file = split_name(m["file"]) if last else (parts[i + 1:-1], parts[-1])
         return owned(student, file, area, entry.timestamp, identity=Identity(cls.kind, m["participant"]))
@@ -272,8 +273,9 @@ LAYOUTS: list[type[Layout]] = [Submitted, Pattern, Moodle, Blackboard, Canvas, P
 
 
 def parts_of(path: PurePosixPath) -> tuple[str, ...]:
-    """A path's parts without a root: `/abs/x` is `abs/x` inside the source."""
-    return tuple(p for p in path.parts if p not in ("/", ""))
+    """A path's parts without a root (`/abs/x` is `abs/x` inside the source), each in Unicode's composed form (NFC):
+    a name unpacked on macOS, decomposed (NFD), names the same student as the LMS's composed one."""
+    return tuple(unicodedata.normalize("NFC", p) for p in path.parts if p not in ("/", ""))
 
 
 def owner_of(entry: Entry, ctx: Context) -> Owner | Problem:
