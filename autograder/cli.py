@@ -17,6 +17,7 @@
     autograder gradebook
     autograder serve [--host H] [--port P] [--workers N] [--scheduler tcp://HOST:PORT]   # the submission service
     autograder tokens issue [--student ID ...] [--instructor] [-o tokens.csv] | revoke ID | list
+    autograder limits [--limit NAME=VALUE]   # what a notebook, an upload and a step may use; where each is set
 
 Every subcommand takes --course DIR (default ./course). A user error prints one line on
 stderr and exits non-zero. Each command is one call of `autograder.course.Course` and a
@@ -25,13 +26,17 @@ table of what it returned: the work is there, the words are here.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
-from autograder.course import Course, CourseError
+from autograder import config, late, startup
+from autograder.course import Course, CourseError, select
+from autograder.errors import AutograderError
+from autograder.gradebook import GradebookError
 from autograder.tables import printable, table
-from coursenb.chapters import ChapterError, select
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -120,7 +125,8 @@ def cmd_example_class(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Place an LMS zip's or a folder's notebooks in course/submitted; list what could not be placed."""
-    result = Course(args.course).collect(args.sources, pattern=args.pattern, file_times=args.file_times)
+    result = Course(args.course, overrides=args.limit).collect(args.sources, pattern=args.pattern,
+                                                               file_times=args.file_times)
     rows = [[p.student, p.assignment, p.notebook, _local_time(p.entry.timestamp, args.course),
              "LATE (LMS)" if p.late else "", "by content" if p.how == "content" else "", status, p.entry.path.name]
             for p, status in result.placed]
@@ -145,8 +151,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def _local_time(when, course_dir: Path) -> str:
     """A time in the course's time zone, to the minute."""
-    from autograder import config
-
     try:
         tz = config.load(course_dir).timezone
     except config.ConfigError:
@@ -206,22 +210,18 @@ def cmd_roster(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     """Grade every submitted, not yet graded notebook with the trusted engine (resumable); apply the late
     policy. With --force, grade again what the other options select (one student, one notebook)."""
-    import gc
-
-    gc.disable()  # the imports until the sandboxes are up run without the collector: Course.grade turns it on
-    try:
-        done = Course(args.course).grade(args.assignment, args.student, args.workers, args.force,
-                                         progress=not args.quiet,
-                                         **({"scheduler": args.scheduler} if args.scheduler else {}))
-    finally:
-        gc.enable()
+    with startup.collector_off():  # until the sandboxes are starting (autograder.startup)
+        done = Course(args.course, overrides=args.limit).grade(
+            args.assignment, args.student, args.workers, args.force, progress=not args.quiet,
+            **({"scheduler": args.scheduler} if args.scheduler else {}))
     _print(describe_summary(done.summary))
     if args.force:
         _print_regrades(done.before, done.after, args)
     if done.feedback:
         _print(f"wrote again {len(done.feedback)} feedback page(s) this grading changed")
-    _print()
-    cmd_gradebook(args)
+    if not args.quiet:  # -q: the summary line only (`autograder gradebook` prints the table)
+        _print()
+        cmd_gradebook(args)
     if done.failed:
         print(f"autograder grade: error: {done.failed} notebook(s) could not be graded; run `autograder grade` "
               "again to retry them", file=sys.stderr)
@@ -264,13 +264,39 @@ def describe_summary(summary: object) -> str:
 
 # ----------------------------------------------------------------------------- gradebook, export, feedback, report
 
+def cmd_limits(args: argparse.Namespace) -> int:
+    """Every limit of the course: its value, its default and where it was set (autograder.limits)."""
+    done = Course(args.course, overrides=args.limit).all_limits()
+    rows = [[f"{section}.{name}", _limit(value), _limit(default), by] for section, name, value, default, by in done.rows()]
+    _print(table(["limit", "value", "default", "set by"], rows,
+                 title=f"limits of {args.course} (set in {config.CONFIG_NAME} as c.SECTION.NAME = VALUE, or "
+                       "--limit NAME=VALUE on grade and collect)"))
+    return 0
+
+
+def _limit(value: object) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(value) or "-"
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def cmd_gradebook(args: argparse.Namespace) -> int:
     """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
-    from autograder import late
     from autograder.collect import Manifest
 
     course = Course(args.course)
-    cls = course.grades()
+    try:
+        cls = course.grades()
+    except GradebookError:  # nothing graded yet (grades.ResultsError): what collect could not place is what there is to see
+        unplaced = course.unplaced() if course.root.is_dir() else []
+        if not unplaced:
+            raise
+        _print(table(["student", "file", "why it was not placed"], [[u.student or "?", u.origin, u.reason]
+                                                                     for u in unplaced],
+                     title=f"{len(unplaced)} file(s) collected but not placed (kept in {Manifest.path(args.course)})"))
+        _print(f"\nnothing graded yet in {args.course}: place the files above (collect them again, or with "
+               "--pattern), then `autograder grade`")
+        return 0
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     unplaced, notes = course.unplaced(), course.notes(cls)
     rows = []
@@ -444,10 +470,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
     Course(args.course).require()
     if args.action == "issue":
-        try:
-            issued = tokens.issue(args.course, args.student, args.instructor, args.again)
-        except tokens.TokenError as exc:
-            raise CourseError(str(exc)) from None
+        issued = tokens.issue(args.course, args.student, args.instructor, args.again)
         if not issued:
             _print("every student already has a live token (--again replaces them)")
             return 0
@@ -470,17 +493,23 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
+    # allow_abbrev=False everywhere: `--f` is not `--force`, and a new option never changes what an old prefix meant
     top = argparse.ArgumentParser(prog="autograder", description="Release, collect, grade and report a course's "
-                                                                 "notebooks (nbgrader course directory).")
+                                                                 "notebooks (nbgrader course directory).",
+                                  allow_abbrev=False)
+    top.add_argument("--version", action="version", version=f"autograder {version()}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--course", type=Path, default=Path("course"), help="course directory (default ./course)")
+    top.subcommands = {}  # (command, action) -> its parser: a mistyped option is told with that parser's usage
 
     def add(name: str, fn, help_: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=help_, description=help_)
+        p = sub.add_parser(name, parents=[common], help=help_, description=help_, allow_abbrev=False)
         p.set_defaults(fn=fn)
+        top.subcommands[name, None] = p
         return p
 
+    limit_help = "a limit for this run, e.g. cell_seconds=30 (repeatable; `autograder limits` lists them)"
     p = add("release", cmd_release, "build the course from chapters/ and zip the student notebooks")
     p.add_argument("--chapters", nargs="+", metavar="CHAPTER", help="e.g. ch1 ch2 (default: all)")
     p.add_argument("-o", "--output", help="zip to upload to the LMS (default COURSE/release.zip)")
@@ -500,6 +529,7 @@ def parser() -> argparse.ArgumentParser:
                    help="a layout of your own, as nbgrader's zip_collect takes it: a regular expression with the named "
                         "groups student_id and file_id (optionally timestamp), matched from the start of each file's "
                         "path in SRC (default: c.FileNameCollectorPlugin.named_regexp of nbgrader_config.py)")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help=limit_help)
     p.add_argument("--file-times", action="store_true",
                    help="time a folder's notebooks that have no timestamp.txt by their modification time (without "
                         "it they are not timed, so never late)")
@@ -531,8 +561,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="grade again what is selected, even if graded (e.g. --student ada --assignment ch1); "
                         "earlier gradings stay in the grading log's history")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, and no gradebook after the run")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the notebooks on this Dask scheduler's workers")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help=limit_help)
 
     p = add("deadlines", cmd_deadlines, "show or set due dates and the late policy")
     p.add_argument("--due", action="append", metavar="[CHAPTER=]DATE",
@@ -571,16 +602,20 @@ def parser() -> argparse.ArgumentParser:
                    help="Canvas assignment id of a chapter, e.g. ch1=4321 (repeatable)")
 
     help_ = "manually graded answers: export pages and a CSV to fill, import the scores"
-    p = sub.add_parser("manual", help=help_, description=help_)
+    p = sub.add_parser("manual", help=help_, description=help_, allow_abbrev=False)
+    top.subcommands["manual", None] = p
     # export and import are subcommands of their own, so that `import --course DIR FILE` parses (one parser with
     # two positionals would give FILE to neither once an option stands between them)
     actions = p.add_subparsers(dest="action", required=True, metavar="export | import")
-    q = actions.add_parser("export", parents=[common], help="a page per question and a CSV to fill")
+    q = actions.add_parser("export", parents=[common], help="a page per question and a CSV to fill", allow_abbrev=False)
     q.set_defaults(fn=cmd_manual)
+    top.subcommands["manual", "export"] = q
     q.add_argument("--assignment", help="only this assignment")
     q.add_argument("-o", "--output", help="folder for the pages and the CSV (default COURSE/manual)")
-    q = actions.add_parser("import", parents=[common], help="the filled CSV's scores and comments, into the gradebook")
+    q = actions.add_parser("import", parents=[common], help="the filled CSV's scores and comments, into the gradebook",
+                           allow_abbrev=False)
     q.set_defaults(fn=cmd_manual)
+    top.subcommands["manual", "import"] = q
     q.add_argument("file", help="the filled CSV")
 
     p = add("similarity", cmd_similarity, "rank pairs of students by the code they share (HTML report)")
@@ -603,80 +638,95 @@ def parser() -> argparse.ArgumentParser:
                    help="the reverse proxy's address, whose X-Forwarded-* headers are trusted (default 127.0.0.1)")
 
     p = sub.add_parser("tokens", help="sign-in tokens of the submission service",
-                       description="sign-in tokens of the submission service")
+                       description="sign-in tokens of the submission service", allow_abbrev=False)
+    top.subcommands["tokens", None] = p
     actions = p.add_subparsers(dest="action", required=True, metavar="issue | revoke | list")
-    q = actions.add_parser("issue", parents=[common], help="new tokens, in a CSV for a mail merge")
+    q = actions.add_parser("issue", parents=[common], help="new tokens, in a CSV for a mail merge", allow_abbrev=False)
     q.set_defaults(fn=cmd_tokens)
+    top.subcommands["tokens", "issue"] = q
     q.add_argument("--student", nargs="+", metavar="ID", help="these students (default: every one without a token)")
     q.add_argument("--instructor", action="store_true", help="one instructor token (the status page)")
     q.add_argument("--again", action="store_true", help="replace live tokens (the old ones stop working)")
     q.add_argument("-o", "--output", help="the CSV (default COURSE/service/tokens.csv)")
     q.add_argument("--server", help="the service's URL, written in the CSV's server column")
-    q = actions.add_parser("revoke", parents=[common], help="revoke a student's tokens ('instructor': those)")
+    q = actions.add_parser("revoke", parents=[common], help="revoke a student's tokens ('instructor': those)",
+                           allow_abbrev=False)
     q.set_defaults(fn=cmd_tokens)
+    top.subcommands["tokens", "revoke"] = q
     q.add_argument("who", help="student id, or 'instructor'")
-    q = actions.add_parser("list", parents=[common], help="who has which token, issued and revoked when")
+    q = actions.add_parser("list", parents=[common], help="who has which token, issued and revoked when",
+                           allow_abbrev=False)
     q.set_defaults(fn=cmd_tokens)
+    top.subcommands["tokens", "list"] = q
 
     add("report", cmd_report, "class summary per chapter, and plots in COURSE/report/")
     add("gradebook", cmd_gradebook, "print the gradebook (student x assignment totals)")
+    p = add("limits", cmd_limits, "show every limit: value, default, and where it was set")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="as grade and collect take it")
     return top
+
+
+def writes(args: argparse.Namespace) -> bool:
+    """Whether the command writes the course (and so holds its lock, autograder.courselock)."""
+    if args.command == "deadlines":
+        return bool(args.due or args.timezone or args.late or args.per_day is not None or args.cap is not None
+                    or args.grace is not None or args.extend)
+    if args.command == "example-class":
+        return bool(args.add_prose_question)
+    if args.command == "tokens":
+        return args.action != "list"
+    # serve runs for days beside the instructor's commands: the service orders its own writes (autograder.service)
+    return args.command not in ("gradebook", "export", "limits", "serve")
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    try:
+        return metadata.version("attention-problem-book")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the exit status."""
-    from autograder.collect import CollectError
-    from autograder.config import ConfigError
-    from autograder.grades import ResultsError
-    from autograder.gradinglog import LogError
-
     if not (sys.argv[1:] if argv is None else list(argv)):  # no command: the help, as `--help` prints it
         parser().print_help()
         return EXIT_USAGE
+    top = parser()
     try:
-        args = parser().parse_args(argv)
+        args, unknown = top.parse_known_args(argv)
+        if unknown:  # told with the subcommand's own usage, not the top level's
+            top.subcommands[args.command, getattr(args, "action", None)].error(
+                f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse printed usage and the error
         return int(exc.code or 0)
     args.course = Path(args.course)
     try:
-        return args.fn(args)
-    except (CourseError, ChapterError, CollectError, ResultsError, LogError, ConfigError) as exc:
-        first, _, details = str(exc).partition("\n")
-        print(f"autograder {args.command}: error: {printable(first)}", file=sys.stderr)
-        if details.strip():
-            print(printable(details.rstrip(), newlines=True), file=sys.stderr)
+        if not writes(args):
+            return args.fn(args)
+        if args.command == "release":
+            args.course.mkdir(parents=True, exist_ok=True)
+        if not args.course.is_dir():  # the command says there is no course
+            return args.fn(args)
+        with Course(args.course).lock(args.command):
+            return args.fn(args)
+    except AutograderError as exc:  # the one error family (autograder.errors)
+        remedy = f"; to fix: {exc.remedy}" if exc.remedy and exc.remedy not in str(exc) else ""
+        print(f"autograder {args.command}: error: {printable(exc.message + remedy)}", file=sys.stderr)
+        if exc.details:
+            print(printable(exc.details, newlines=True), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"autograder {args.command}: interrupted (grading resumes where it stopped)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `autograder gradebook | head`: the reader left; say nothing more
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 
 def run() -> None:
-    """The `autograder` command: `main()`, then the process ends without tearing the interpreter down.
-
-    A command has imported some 1300 modules (nbgrader, SQLAlchemy, nbconvert); freeing them one by one at exit
-    took 0.3-0.4 s of a 3.6 s single regrade, after the last line was printed. Every exit handler still runs
-    (logging's flush, multiprocessing's clean-up) and both streams are flushed; the files and the gradebook
-    were closed by the command itself. With a non-daemon thread still running, the usual exit waits for it."""
-    import atexit
-    import os
-    import threading
-
-    code = main()
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`autograder gradebook | head`): nothing more to say
-            pass
-    os._exit(int(code or 0))
+    """The `autograder` command: `main()`, then the quick exit of `autograder.startup.exit_now`."""
+    startup.exit_now(main())
 
 
 if __name__ == "__main__":

@@ -33,12 +33,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.errors import AutograderError
+from coursenb.chapters import assignment_order
+
 CONFIG_NAME = "nbgrader_config.py"
 POLICY_MARKER = "# ---- course policy: due dates and late work (autograder release keeps this block) ----"
 LATE_KINDS = ("none", "per_day")
+LIMIT_SECTIONS = ("Limits", "Caps", "StepLimits")  # read here, checked by autograder.limits
 
 
-class ConfigError(RuntimeError):
+class ConfigError(AutograderError):
     """No course at that directory, or a setting that cannot be used (a user-facing sentence)."""
 
 
@@ -72,6 +76,7 @@ class CourseConfig:
     due: dict[str, dt.datetime] = field(default_factory=dict)  # assignment -> due date (aware, UTC)
     late: LatePolicy = LatePolicy()
     collect_pattern: str | None = None  # nbgrader's c.FileNameCollectorPlugin.named_regexp: a layout of one's own
+    limit_settings: dict[str, dict] = field(default_factory=dict)  # c.Limits, c.Caps, c.StepLimits as written
 
 
 def traitlets(course_dir: Path):  # -> traitlets.config.Config
@@ -135,9 +140,10 @@ def load(course_dir: Path) -> CourseConfig:
         raise ConfigError("c.Deadlines.due must be a dict such as {'ch1': '2025-01-31 23:00'}")
     due = {str(a): parse_time(str(when), tz, f"the due date of {a}") for a, when in due_raw.items()}
     pattern = c.get("FileNameCollectorPlugin", {}).get("named_regexp") or None
+    limit_settings = {section: dict(c.get(section, {})) for section in LIMIT_SECTIONS if c.get(section)}
     return CourseConfig(course_dir, str(db_url), str(cd.get("course_id") or "default_course"),
                         ignore, float(timeout) if isinstance(timeout, (int, float)) else None,
-                        tz, due, late_policy(late), str(pattern) if pattern else None)
+                        tz, due, late_policy(late), str(pattern) if pattern else None, limit_settings)
 
 
 def late_policy(section) -> LatePolicy:
@@ -199,7 +205,7 @@ def clock_times_moved(due: dict[str, dt.datetime], old: dt.tzinfo, new: dt.tzinf
     """The due dates whose clock time differs between zones `old` and `new` (the moment stays)."""
     fmt = "%Y-%m-%d %H:%M"
     return [Moved(a, when.astimezone(old).strftime(fmt + " %Z"), when.astimezone(new).strftime(fmt + " %Z"))
-            for a, when in sorted(due.items(), key=lambda kv: _assignment_order(kv[0]))
+            for a, when in sorted(due.items(), key=lambda kv: assignment_order(kv[0]))
             if when.astimezone(old).strftime(fmt) != when.astimezone(new).strftime(fmt)]
 
 
@@ -208,7 +214,7 @@ def policy_block(timezone_name: str, due: dict[str, str], late: LatePolicy) -> s
     return "\n".join([
         POLICY_MARKER,
         f"c.Deadlines.timezone = {timezone_name!r}",
-        f"c.Deadlines.due = {dict(sorted(due.items(), key=lambda kv: _assignment_order(kv[0])))!r}",
+        f"c.Deadlines.due = {dict(sorted(due.items(), key=lambda kv: assignment_order(kv[0])))!r}",
         f"c.LatePolicy.kind = {late.kind!r}",
         f"c.LatePolicy.per_day = {late.per_day!r}",
         f"c.LatePolicy.cap = {late.cap!r}",
@@ -232,11 +238,6 @@ def write_policy_block(course_dir: Path, block: str) -> None:
     at = text.find(POLICY_MARKER)
     head = (text[:at] if at >= 0 else text).rstrip("\n") + "\n\n"
     path.write_text(head + block)
-
-
-def _assignment_order(name: str) -> tuple:
-    m = re.fullmatch(r"ch(\d+)", name)
-    return (0, int(m[1]), "") if m else (1, 0, name)
 
 
 def _minutes(delta: dt.timedelta) -> str:

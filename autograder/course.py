@@ -26,21 +26,24 @@ regions with stubs and removes hidden tests (`init_course`, `release`).
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import math
-import os
-import sys
+import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder import config
+from autograder import config, courselock, gradebook, startup
+from autograder.engine import membound
+from autograder.errors import AutograderError
 from autograder.kit import kit_files, write_release_zip  # noqa: F401 - part of the API
 from coursenb import cells, chapters
 
-if TYPE_CHECKING:  # imported where a notebook is written: a command starts its sandboxes 0.17 s sooner
+if TYPE_CHECKING:  # imported where a notebook is written (autograder.startup: the sandboxes start first)
     import nbformat
+
+    from autograder.limits import StepLimits
 
 ROOT = chapters.ROOT
 COURSE_ID = "attention-book"
@@ -49,8 +52,17 @@ IGNORED_STDERR = r"(Warning|warn\()"
 STOCK_REFUSAL_LINE = 'c.Autograde.sanitize_preprocessors.prepend(["autograder.stock.RefuseStockAutograde"])'
 
 
-class CourseError(RuntimeError):
+class CourseError(AutograderError):
     """A clear, user-facing problem with the course directory."""
+
+
+def select(names: Iterable[str] | None = None) -> list[chapters.Chapter]:
+    """The chapters named (all without names); CourseError for a name that is not a chapter (coursenb sits
+    below autograder, so its ChapterError becomes this family's here, once)."""
+    try:
+        return chapters.select(names)
+    except chapters.ChapterError as exc:
+        raise CourseError(str(exc)) from None
 
 
 def config_text(db_url: str | None = None, timeout: int = 120) -> str:
@@ -84,7 +96,7 @@ def init_course(course_dir: Path, names: Iterable[str] | None = None,
     course_dir = Path(course_dir).resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
     (course_dir / "nbgrader_config.py").write_text(config_text(db_url))
-    chosen = chapters.select(names)
+    chosen = select(names)
     for ch in chosen:
         nb = source_notebook(ch)
         dest = course_dir / "source" / ch.assignment / f"{ch.notebook}.ipynb"
@@ -95,37 +107,15 @@ def init_course(course_dir: Path, names: Iterable[str] | None = None,
     return chosen
 
 
-def nbgrader_api(course_dir: Path, stock_autograde: bool = False):  # -> nbgrader.apps.NbGraderAPI
-    """An NbGraderAPI on the course directory's own configuration; `stock_autograde` lets its `autograde` run
-    (stock nbgrader, the in-process local judge: the project's equivalence tests and benchmarks, trusted
-    notebooks only), which the course's configuration otherwise refuses (autograder/stock.py)."""
-    from nbgrader.apps import NbGraderAPI
-    from traitlets.config import Config
-
-    _venv_bin_on_path()
-    merged = Config()
-    merged.merge(config.traitlets(course_dir))
-    if stock_autograde:
-        merged.RefuseStockAutograde.allow = True
-    return NbGraderAPI(config=merged)
-
-
-def _venv_bin_on_path() -> None:
-    """nbgrader runs `alembic` (gradebook migrations) by name: put our interpreter's bin/ first."""
-    bin_dir = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-
-
 def release(course_dir: Path, names: Iterable[str] | None = None) -> list[Path]:
     """nbgrader generate_assignment for each chapter, each release stamped and kept (autograder.record.releases);
     returns the release notebooks."""
     course_dir = Path(course_dir).resolve()
-    api = nbgrader_api(course_dir)
     from autograder.record import releases
 
+    api = gradebook.api(course_dir)
     out = []
-    for ch in chapters.select(names):
+    for ch in select(names):
         result = api.generate_assignment(ch.assignment, force=True, create=True)
         if not result["success"]:
             raise CourseError(f"nbgrader could not release {ch.assignment}: {_last_error(result)}\n{result.get('log', '')[-3000:]}")
@@ -172,7 +162,7 @@ class Graded:
     summary: object  # autograder.engine.GradeSummary
     before: dict = field(default_factory=dict)  # (student, assignment, notebook) -> NotebookLog
     after: list = field(default_factory=list)  # NotebookLog, every notebook of the course
-    late: list = field(default_factory=list)  # late.apply's rows: (student, assignment, notebook, lateness, points)
+    late: list = field(default_factory=list)  # grades.apply_late's rows: (student, assignment, notebook, lateness, points)
     feedback: list[Path] = field(default_factory=list)  # feedback pages this grading made out of date, written again
 
     @property
@@ -224,14 +214,6 @@ class Similarity:
 
 # ----------------------------------------------------------------------------- bounded steps
 
-@dataclass(frozen=True)
-class StepLimits:
-    """What one step that parses student data may use: memory it adds (MiB) and wall time (s)."""
-
-    memory_mb: int = 2048
-    seconds: float = 3600.0
-
-
 def _vm_data() -> int:
     """This process's private writable memory (VmData), in bytes (0 where /proc does not say)."""
     try:
@@ -245,8 +227,6 @@ def _vm_data() -> int:
 
 def _bounded_child(conn, bound, added: int, fn, args: tuple, kwargs: dict) -> None:
     """In the forked child: enter the bound, run the step, send back ('ok', result) or ('error', exception)."""
-    from autograder.engine import membound
-
     if bound is not None and bound.cgroup is not None:
         bound.enter()
     else:  # RLIMIT_DATA counts what the child inherited too: bound what the step adds
@@ -306,12 +286,31 @@ class Course:
     """One course directory (nbgrader's): release, deadlines, collect, grade, manual grading, feedback,
     export, report and similarity, each a method that checks what it needs before it writes."""
 
-    def __init__(self, root: Path | str, limits: StepLimits | None = None) -> None:
+    def __init__(self, root: Path | str, limits: StepLimits | None = None, overrides: Sequence[str] = ()) -> None:
+        """`limits`: the steps' limits (else the course's, `autograder.limits`); `overrides`: the command line's
+        `--limit NAME=VALUE` items, over nbgrader_config.py's."""
         self.root = Path(root)
-        self.limits = limits or StepLimits()
+        self._steps = limits
+        self.overrides = tuple(overrides)
+
+    def all_limits(self, kinds: Iterable[str] = config.LIMIT_SECTIONS):  # -> limits.CourseLimits
+        """The course's limits of `kinds` (all: Limits, Caps, StepLimits), with where each was set (the defaults
+        where there is no course yet)."""
+        from autograder import limits
+
+        return limits.load(self.root if (self.root / config.CONFIG_NAME).is_file() else None, self.overrides, kinds)
+
+    @property
+    def limits(self) -> StepLimits:
+        """What one step that parses student data may use."""
+        return self._steps or self.all_limits(["StepLimits"]).steps
 
     def __repr__(self) -> str:
         return f"Course({str(self.root)!r})"
+
+    def lock(self, command: str):  # -> a context manager
+        """Hold the course's lock while a writing `command` runs (CourseBusy if another holds it)."""
+        return courselock.hold(self.root, command)
 
     # -- steps that parse student data
 
@@ -319,11 +318,9 @@ class Course:
         """`fn(*args, **kwargs)` in a forked process under this course's `StepLimits`; its result, or its exception
         raised here; CourseError naming `step` if it ran out of memory or time."""
         import multiprocessing
-        import threading
 
-        from autograder.engine import membound
-
-        limit = self.limits.memory_mb << 20
+        steps = self.limits
+        limit = steps.memory_mb << 20
         bound = membound.memory_bound(limit, step)
         receive, send = multiprocessing.Pipe(duplex=False)
         # fork (no start-up cost) from a process with one thread; a process with threads (the engine's, after a
@@ -334,7 +331,7 @@ class Course:
         try:
             child.start()
             send.close()
-            got = receive.recv() if receive.poll(self.limits.seconds) else ("time", None)
+            got = receive.recv() if receive.poll(steps.seconds) else ("time", None)
         except EOFError:  # it died without a word: killed (a cgroup's OOM kill, a signal)
             got = ("memory" if bound.oom_killed() or child.join(5) or child.exitcode in (-9, None) else "died", None)
         finally:
@@ -348,8 +345,8 @@ class Course:
             return value
         if kind == "error":
             raise value
-        what = {"memory": f"ran out of memory (bound: {self.limits.memory_mb} MiB more than the command's own)",
-                "time": f"ran longer than its limit of {self.limits.seconds:g} s",
+        what = {"memory": f"ran out of memory (bound: {steps.memory_mb} MiB more than the command's own)",
+                "time": f"ran longer than its limit of {steps.seconds:g} s",
                 "died": f"stopped unexpectedly (exit status {child.exitcode})"}[kind]
         raise CourseError(f"{step} {what} reading the students' files; nothing it wrote before stopping is "
                           "trusted: find the file with `autograder gradebook` and the collect report")
@@ -408,7 +405,7 @@ class Course:
     def release(self, names: Iterable[str] | None = None, zip_path: Path | None = None) -> Released:
         """Build the course from chapters/ (source, nbgrader release) and zip the student notebooks for the
         LMS (default COURSE/release.zip); the course's due dates and late policy survive a release."""
-        chosen = chapters.select(names)  # ChapterError on an unknown chapter
+        chosen = select(names)  # CourseError on an unknown chapter
         if not chosen:
             raise CourseError(f"no chapters found in {chapters.CHAPTERS}")
         assignments = [c.assignment for c in chosen]
@@ -425,8 +422,6 @@ class Course:
                   grace: float | None = None) -> Deadlines:
         """Show, or set, the due dates (`due`: '[chN=]DATE' items; 'none' removes one) and the late policy
         (the policy block of nbgrader_config.py, synced into the gradebook)."""
-        import re
-
         self.require()
         cfg = self.config()
         block = config.read_policy_block(self.root) or ""
@@ -474,9 +469,6 @@ class Course:
         by a duration (`by`: '2d', '36h'); 'none' or '0' takes it back. Kept in the course's record and in nbgrader's
         `SubmittedAssignment.extension` (formgrader agrees); the late policy is applied again. Returns the student's
         due date (record.StudentDue)."""
-        import re
-
-        from autograder.grades import gradebook
         from autograder.record import extensions
 
         self.require()
@@ -489,16 +481,13 @@ class Course:
             raise CourseError("--extend needs one of --until DATE (e.g. '2025-02-10 23:00') or --by DURATION (e.g. 2d)")
         cfg = self.config()
         before = self._shown()
-        try:
-            taken_back = (until or "").strip().lower() == "none"
-            given = extensions.Extension(
-                student, assignment,
-                until=config.parse_time(until, cfg.timezone, "--until") if until and not taken_back else None,
-                by=extensions.parse_duration(by) if by is not None else dt.timedelta(0) if taken_back else None)
-            extensions.give(self.root, given, cfg.due.get(assignment))
-        except extensions.ExtensionError as exc:
-            raise CourseError(str(exc)) from None
-        with gradebook(self.root) as gb:
+        taken_back = (until or "").strip().lower() == "none"
+        given = extensions.Extension(
+            student, assignment,
+            until=config.parse_time(until, cfg.timezone, "--until") if until and not taken_back else None,
+            by=extensions.parse_duration(by) if by is not None else dt.timedelta(0) if taken_back else None)
+        extensions.give(self.root, given, cfg.due.get(assignment))
+        with gradebook.open_course(self.root) as gb:
             extensions.sync(gb, self.root, cfg.due, removed=((assignment, student),))
         self._recharge(before)
         return extensions.due_for(self.root, student, assignment)
@@ -516,21 +505,20 @@ class Course:
         """The late policy applied again to what is graded (a penalty depends on the due date and the policy), and
         the feedback pages whose content changed since `before` (`_shown` taken before the due dates changed: a
         penalty, or only the lateness a page states) written again."""
-        from autograder import late
+        from autograder import grades
 
         if not before:
             return []
-        late.apply(self.root)
+        grades.apply_late(self.root)
         after = self._shown()
         return self._refresh_feedback({k for k, v in after.items() if before.get(k) != v})
 
     def _sync_due_dates(self) -> None:
         """The config's due dates into nbgrader's gradebook (Assignment.duedate), where nbgrader's tools read them."""
         from autograder import late
-        from autograder.grades import gradebook
 
         cfg = self.config()
-        with gradebook(self.root) as gb:
+        with gradebook.open_course(self.root) as gb:
             late.sync_due_dates(gb, cfg)
 
     # -- collect and grade
@@ -539,23 +527,18 @@ class Course:
                 file_times: bool = False):  # -> collect.CollectResult
         """Place an LMS zip's or a folder's notebooks in submitted/ and register their students (`pattern`: a
         layout of one's own, as nbgrader's zip_collect; `file_times`: time untimed folders by file times)."""
-        from autograder import collect
-
         self.require()
-        try:
-            result = self.bounded("collect", _collect, self.root, list(sources), pattern=pattern, file_times=file_times)
-        except collect.CollectError as exc:
-            raise CourseError(str(exc)) from None
+        result = self.bounded("collect", _collect, self.root, list(sources), caps=self.all_limits().caps,
+                              pattern=pattern, file_times=file_times)
         self._register_students(result.students)
         return result
 
     def _register_students(self, students: dict[str, str | None]) -> None:
         """Add the students to the gradebook (with their LMS user id, for the Canvas export), named as the roster
         names them."""
-        from autograder.grades import gradebook
         from autograder.record import roster
 
-        with gradebook(self.root) as gb:
+        with gradebook.open_course(self.root) as gb:
             known = {s.id: s.lms_user_id for s in gb.students}
             for student, lms_id in sorted(students.items()):
                 if student in known and (not lms_id or known[student] == lms_id):
@@ -612,17 +595,15 @@ class Course:
         from autograder.record import roster
 
         self.require()
-        try:
-            return roster.import_csv(self.root, Path(path))
-        except roster.RosterError as exc:
-            raise CourseError(str(exc)) from None
+        return roster.import_csv(self.root, Path(path))
 
     def grade(self, assignment: str | None = None, student: str | list[str] | None = None, workers: int = 2,
               force: bool = False, progress: bool = True, **engine_options) -> Graded:
         """Grade every submitted, not yet graded notebook with the trusted engine (resumable), then apply the
         late policy (a penalty depends on the raw score). With `force`, grade again what the other options
-        select. `engine_options` go to `autograder.engine.grade` (limits, seed, scheduler)."""
-        from autograder import gradinglog, late
+        select. `engine_options` go to `autograder.engine.grade` (seed, scheduler, and `limits`, else the
+        course's: `autograder.limits`)."""
+        from autograder import grades, gradinglog
 
         self.require()
         students = self.students_submitted()
@@ -634,31 +615,25 @@ class Course:
         self.require_assignment(assignment)
         if workers < 1:
             raise CourseError("--workers must be at least 1")
-        try:
-            from autograder.engine import EngineError, grade
-        except ImportError as exc:
-            raise CourseError(f"the grading engine is not available ({exc})") from None
+        from autograder.engine import grade
+
         chosen = None if student is None else [student] if isinstance(student, str) else list(student)
         before = {(lg.student, lg.assignment, lg.notebook): lg for lg in gradinglog.read_all(self.root, chosen)}
-        try:  # the engine first: its sandboxes start while this process goes on to read the gradebook
-            one = student if isinstance(student, str) else None
-            summary = grade(self.root, assignment=assignment, student=student, workers=workers,
-                            progress=progress, force=force, meanwhile=self._while_sandboxes_start(one, assignment),
-                            **engine_options)
-        except EngineError as exc:
-            raise CourseError(str(exc)) from None
+        # the engine first: its sandboxes start while this process goes on to read the gradebook
+        one = student if isinstance(student, str) else None
+        summary = grade(self.root, assignment=assignment, student=student, workers=workers,
+                        progress=progress, force=force, meanwhile=self._while_sandboxes_start(one, assignment),
+                        **{"limits": self.all_limits(["Limits"]).engine, **engine_options})
         self._sync_due_dates()  # what the late policy reads
-        charged = late.apply(self.root, chosen)  # what this grading changed: the chosen students' (or everyone's)
+        charged = grades.apply_late(self.root, chosen)  # what this grading changed: the chosen students' (or everyone's)
         after = gradinglog.read_all(self.root, chosen)
         changed = {(lg.student, lg.assignment, lg.notebook) for lg in after
                    if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}
         return Graded(summary, before, after, charged, self._refresh_feedback(changed, after))
 
     def _while_sandboxes_start(self, student: str | None, assignment: str | None) -> Callable[[], None]:
-        """What this process prepares while a run's sandboxes start: the feedback pages it may write again (some
-        exist for what it grades: `feedback.warm`), and, if the command turned the collector off for its imports
-        (`autograder grade`: a full collection walked the growing heap again and again, 0.1 s), the collector
-        back on with what they built frozen out of its reach."""
+        """What this process prepares while a run's sandboxes start (`autograder.startup`): the feedback pages it
+        may write again (some exist for what it grades: `feedback.warm`), and the collector back on."""
         from autograder import feedback
 
         pages = any((self.root / "feedback").glob(f"{student or '*'}/{assignment or '*'}/*.html"))
@@ -668,9 +643,7 @@ class Course:
                 if pages:
                     feedback.warm()
             finally:
-                if not gc.isenabled():
-                    gc.freeze()
-                    gc.enable()
+                startup.collector_on()
         return prepare
 
     def _refresh_feedback(self, changed: set[tuple[str, str, str]], logs: list | None = None) -> list[Path]:
@@ -709,14 +682,11 @@ class Course:
     def manual_import(self, path: Path) -> list:
         """The filled CSV's scores and comments into the gradebook (all or nothing), then the late policy; the
         feedback pages they change are written again."""
-        from autograder import late, manual
+        from autograder import grades, manual
 
         self.require()
-        try:
-            rows = self.bounded("manual import", manual.import_scores, self.root, Path(path))
-        except manual.ManualError as exc:
-            raise CourseError(str(exc)) from None
-        late.apply(self.root)  # a penalty depends on the raw score
+        rows = self.bounded("manual import", manual.import_scores, self.root, Path(path))
+        grades.apply_late(self.root)  # a penalty depends on the raw score
         self._refresh_feedback({(r.answer.student, r.answer.question.assignment, r.answer.question.notebook)
                                 for r in rows})
         return rows
@@ -775,10 +745,7 @@ class Course:
         if len(found) > 1:
             raise CourseError(f"{student} has attempts in {', '.join(a for a, _, _, _ in found)}: give --assignment")
         a, nb, _, _ = found[0]
-        try:
-            attempts.pin(self.root, student, a, nb, number)
-        except attempts.AttemptError as exc:
-            raise CourseError(str(exc)) from None
+        attempts.pin(self.root, student, a, nb, number)
         choice = attempts.graded(self.root, student, a, nb)
         attempts.place(self.root, student, a, nb, choice.attempt,
                        _as_placed(attempts.data(self.root, student, a, nb, choice.attempt)))
@@ -791,10 +758,7 @@ class Course:
 
         self.require()
         if name is not None:
-            try:
-                attempts.set_rule(self.root, name)
-            except attempts.AttemptError as exc:
-                raise CourseError(str(exc)) from None
+            attempts.set_rule(self.root, name)
         return attempts.rule(self.root)
 
     def hand_back(self, lms: str, assignment: str | None, out: Path | None = None):  # -> handback.HandedBack
@@ -807,11 +771,8 @@ class Course:
             raise CourseError(f"--lms {lms} needs --assignment chN: {lms.capitalize()} takes feedback one assignment "
                               "at a time")
         self.require_assignment(assignment)
-        try:
-            return handback.write_zip(self.root, lms, assignment,
-                                      Path(out) if out else self.root / f"{assignment}_feedback_{lms}.zip")
-        except handback.HandbackError as exc:
-            raise CourseError(str(exc)) from None
+        return handback.write_zip(self.root, lms, assignment,
+                                  Path(out) if out else self.root / f"{assignment}_feedback_{lms}.zip")
 
     def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None,
                canvas_gradebook: Path | None = None, missing: str = "blank") -> Exported:
@@ -842,11 +803,8 @@ class Course:
         ids, notes, people = {}, [], roster.people(self.root)
         if canvas_gradebook is not None:
             notebooks = {a: [nb for b, nb, _ in cls.notebooks if b == a] for a in cls.assignments()}
-            try:
-                ids, notes = export.canvas_ids_from_gradebook(canvas_gradebook, notebooks)
-                people.update(export.canvas_people(canvas_gradebook))
-            except export.ExportError as exc:
-                raise CourseError(str(exc)) from None
+            ids, notes = export.canvas_ids_from_gradebook(canvas_gradebook, notebooks)
+            people.update(export.canvas_people(canvas_gradebook))
         ids.update(canvas_ids or {})
         warnings = [f"{a} has no Canvas assignment id: Canvas will match the column by its title {a!r} or create a "
                     f"new assignment (give --canvas-id {a}=ID, or --canvas-gradebook with the gradebook CSV Canvas "

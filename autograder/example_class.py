@@ -14,8 +14,11 @@ similarity report ranks them first). Every manually graded cell gets a prose ans
 from __future__ import annotations
 
 import ast
+import csv
 import datetime as dt
+import io
 import tempfile
+import tokenize
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
+from autograder.export import unquote, write_csv
 from coursenb import cells
 from coursenb.chapters import Chapter, select
 
@@ -183,9 +187,6 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 def _disguise(source: str) -> str:
     """`source` with the helper's names replaced (as tokens) and its docstring and message reworded."""
-    import io
-    import tokenize
-
     out, last = [], None
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.NAME and tok.string in DISGUISE and not (last and last.string == "."):
@@ -346,10 +347,6 @@ def roster() -> list[tuple[str, int, str]]:
 def grade_prose(csv_in: Path, csv_out: Path) -> int:
     """The example class's instructor: fill the manual-grading CSV (full points for an answer that names the sums or
     reductions, half for another answer, a comment each); returns the rows scored."""
-    import csv
-
-    from autograder.export import unquote, write_csv
-
     with Path(csv_in).open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         header, rows = reader.fieldnames or [], list(reader)

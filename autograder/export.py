@@ -38,6 +38,7 @@ import re
 import sys
 from pathlib import Path
 
+from autograder.errors import AutograderError
 from autograder.grades import Class
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -158,7 +159,7 @@ def _stamp(when) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else ""
 
 
-class ExportError(RuntimeError):
+class ExportError(AutograderError):
     """An export that cannot be made as asked (a user-facing sentence)."""
 
 
@@ -226,7 +227,7 @@ def read_csv(path: Path | str, expect: str) -> tuple[list[str], list[list[str]],
     return (table[0] if table else []), table[1:], encoding
 
 
-class CsvError(ValueError):
+class CsvError(AutograderError, ValueError):
     """A CSV that cannot be read (a user-facing sentence)."""
 
 

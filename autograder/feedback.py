@@ -30,9 +30,11 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.collect import read_bounded
 from autograder.grades import CellGrade, Class
 from autograder.gradinglog import NotebookLog
 from autograder.pages import ANSI, highlight, markdown, render, without_comments
+from autograder.pages import warm as warm_pages
 from coursenb import cells as nbcells
 from coursenb.cells import drop_hidden_lines, strip_hidden_tests
 
@@ -300,8 +302,6 @@ def _norm(source: str) -> str:
 
 def warm() -> None:
     """What writing a page needs, built ahead (`pages.warm`)."""
-    from autograder.pages import warm as warm_pages
-
     warm_pages("feedback.html.j2")
 
 
@@ -381,8 +381,6 @@ def _notebook_for(course_dir: Path, student: str, assignment: str,
                   notebook: str) -> tuple[nbformat.NotebookNode, list[str]]:
     """The autograded notebook, else the submitted one (outputs cleared), else an empty one, each read within
     collect's caps (collect.read_bounded); and what was cut or not read."""
-    from autograder.collect import read_bounded
-
     said: list[str] = []
     for folder, clear in (("autograded", False), ("submitted", True)):
         path = course_dir / folder / student / assignment / f"{notebook}.ipynb"

@@ -1,24 +1,30 @@
 """Read grades back: nbgrader's gradebook (scores), with the engine's grading logs (`autograder.gradinglog`)
 for the reasons.
 
-Everything the instructor's reports, exports and feedback show comes from here.
+Everything the instructor's reports, exports and feedback show comes from here. The one thing it writes
+is derived from what it reads: the late penalties (`apply_late`), which depend on the raw scores.
 """
 from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import config, course
+from autograder import config
+from autograder.collect import Manifest
 from autograder.config import LatePolicy
-from autograder.late import Lateness, as_utc, lateness, own_due
+from autograder.gradebook import GradebookError, open_course
+from autograder.late import Lateness, as_utc, lateness, own_due, penalty, sync_due_dates
+from autograder.record import extensions
+from coursenb.chapters import assignment_order
 
 
-class ResultsError(RuntimeError):
+class ResultsError(GradebookError):
     """A clear, user-facing problem reading grades (e.g. nothing graded yet)."""
+
+    remedy = "run `autograder collect` and `autograder grade` first"
 
 
 @dataclass(frozen=True)
@@ -139,33 +145,14 @@ class Class:
         return any(c.score is not None for c in self.cells)
 
 
-@contextmanager
-def gradebook(course_dir: Path) -> Iterator:  # -> nbgrader.api.Gradebook
-    """nbgrader's Gradebook of the course, closed on exit (ResultsError if there is no course)."""
-    from nbgrader.api import Gradebook
-
-    try:
-        cfg = config.load(course_dir)
-    except config.ConfigError as exc:
-        raise ResultsError(str(exc)) from None
-    course._venv_bin_on_path()
-    gb = Gradebook(cfg.db_url, course_id=cfg.course_id)
-    try:
-        yield gb
-    finally:
-        gb.close()
-
-
 def load(course_dir: Path) -> Class:
     """Every notebook, student, graded cell and submission of the course's gradebook (a few queries)."""
     from nbgrader.api import Assignment, Comment, Grade, GradeCell, Notebook, SolutionCell, Student, SubmittedAssignment, SubmittedNotebook
 
-    from autograder.collect import Manifest
-
     cfg = config.load(course_dir)
     records, _ = Manifest.read(course_dir)
-    with gradebook(course_dir) as gb:
-        assignments = sorted(gb.assignments, key=lambda a: _order(a.name))
+    with open_course(course_dir) as gb:
+        assignments = sorted(gb.assignments, key=lambda a: assignment_order(a.name))
         if not assignments:
             raise ResultsError(f"the gradebook of {course_dir} has no assignments: run `autograder release` first")
         notebooks = [(a.name, nb.name, float(nb.max_score)) for a in assignments for nb in sorted(a.notebooks, key=lambda n: n.name)]
@@ -202,7 +189,7 @@ def load(course_dir: Path) -> Class:
                        manual is not None, comments.get((nb_id, name)) or None)
              for student, a, nb, gid, score, auto, manual, _needs, mx, nb_id, name in rows]
     position = {(a, nb, gid): k for (a, nb), ids in cell_max.items() for k, gid in enumerate(ids)}
-    cells.sort(key=lambda c: (c.student, _order(c.assignment), c.notebook,
+    cells.sort(key=lambda c: (c.student, assignment_order(c.assignment), c.notebook,
                               position.get((c.assignment, c.notebook, c.grade_id), len(position)), c.grade_id))
     submitted: dict[tuple[str, str], Submitted] = {}
     for student, a, stamp, nb, pen, extension in subs:
@@ -228,9 +215,34 @@ def _in_notebook_order(course_dir: Path, assignment: str, notebook: str, points:
     return {gid: points[gid] for gid in sorted(points, key=lambda g: (rank.get(g, len(rank)), g))}
 
 
-def _order(assignment: str) -> tuple:
-    """Book order: ch0 < ch1 < ... < ch10; anything else after, by name."""
-    return (0, int(assignment[2:]), "") if assignment[2:].isdigit() and assignment.startswith("ch") else (1, 0, assignment)
+def apply_late(course_dir: Path, students: Collection[str] | None = None) -> list[tuple[str, str, str, Lateness, float]]:
+    """Set every submitted notebook's late_submission_penalty from the policy (only `students`' when given: a
+    grading of a few students in a large course); returns, for each late notebook, (student, assignment, notebook,
+    lateness, penalty)."""
+    from nbgrader.api import SubmittedAssignment
+
+    cfg = config.load(course_dir)
+    records, _ = Manifest.read(course_dir)
+    out = []
+    with open_course(course_dir) as gb:
+        sync_due_dates(gb, cfg)
+        extensions.sync(gb, course_dir, cfg.due)
+        query = gb.db.query(SubmittedAssignment)
+        if students is not None:
+            query = query.filter(SubmittedAssignment.student_id.in_(sorted(students)))
+        for sub in query.all():
+            due = own_due(cfg.due.get(sub.assignment.name), sub.extension)
+            for nb in sub.notebooks:
+                record = records.get(f"{sub.student.id}/{sub.assignment.name}/{nb.notebook.name}")
+                late = lateness(as_utc(sub.timestamp), due, bool(record and record.lms_late), cfg.late)
+                raw = sum(float(g.score or 0.0) for g in nb.grades)
+                points = penalty(cfg.late, late, raw, float(nb.max_score))
+                if (nb.late_submission_penalty or 0.0) != points:
+                    nb.late_submission_penalty = points or None
+                if late.late:
+                    out.append((sub.student.id, sub.assignment.name, nb.notebook.name, late, points))
+        gb.db.commit()
+    return out
 
 
 def require_graded(cls: Class, course_dir: Path) -> None:

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from autograder.errors import AutograderError
+
 LOG_NAME = "grading_log.json"
 ENGINE_VERSION = "2"  # a log of another version is graded again
 
@@ -41,7 +43,7 @@ def figures(text: str) -> list[tuple[str, float, float, float]]:
     return [(m["name"], float(m["value"]), float(m["bound"]), float(m["margin"])) for m in FIGURE.finditer(text)]
 
 
-class LogError(ValueError):
+class LogError(AutograderError, ValueError):
     """A grading log that is not readable JSON of the expected shape."""
 
 

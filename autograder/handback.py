@@ -24,11 +24,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.errors import AutograderError
+
 LMS = ("canvas", "moodle")
 SAFE_NAME = re.compile(r"[^\w .,'()@+-]")
 
 
-class HandbackError(RuntimeError):
+class HandbackError(AutograderError):
     """Feedback that cannot be handed back as asked (a user-facing sentence)."""
 
 

@@ -13,16 +13,15 @@ upload with no time (nothing said when: see `autograder.collect`) is on time unl
 marked it late. The penalty is in points, per notebook:
 `min(raw score, points x min(cap, per_day x started days late))`, so a score never goes
 below zero. It is stored where nbgrader keeps it (`SubmittedNotebook.late_submission_penalty`),
-so nbgrader's formgrader and exports agree with ours; `apply` writes it after every
-grading and every manual import, since it depends on the raw score.
+so nbgrader's formgrader and exports agree with ours; `autograder.grades.apply_late` writes it after
+every grading and every manual import, since it depends on the raw score. This module is the policy
+alone: it opens no gradebook and imports nothing above `autograder.config`.
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Collection
 from dataclasses import dataclass
-from pathlib import Path
 
 from autograder.config import CourseConfig, LatePolicy
 
@@ -116,38 +115,3 @@ def sync_due_dates(gb, cfg: CourseConfig) -> list[str]:
     if changed:
         gb.db.commit()
     return changed
-
-
-def apply(course_dir: Path, students: Collection[str] | None = None) -> list[tuple[str, str, str, Lateness, float]]:
-    """Set every submitted notebook's late_submission_penalty from the policy (only `students`' when given: a
-    grading of a few students in a large course); returns, for each late notebook, (student, assignment, notebook,
-    lateness, penalty)."""
-    from nbgrader.api import SubmittedAssignment
-
-    from autograder import config
-    from autograder.collect import Manifest
-    from autograder.grades import gradebook
-    from autograder.record import extensions
-
-    cfg = config.load(course_dir)
-    records, _ = Manifest.read(course_dir)
-    out = []
-    with gradebook(course_dir) as gb:
-        sync_due_dates(gb, cfg)
-        extensions.sync(gb, course_dir, cfg.due)
-        query = gb.db.query(SubmittedAssignment)
-        if students is not None:
-            query = query.filter(SubmittedAssignment.student_id.in_(sorted(students)))
-        for sub in query.all():
-            due = own_due(cfg.due.get(sub.assignment.name), sub.extension)
-            for nb in sub.notebooks:
-                record = records.get(f"{sub.student.id}/{sub.assignment.name}/{nb.notebook.name}")
-                late = lateness(as_utc(sub.timestamp), due, bool(record and record.lms_late), cfg.late)
-                raw = sum(float(g.score or 0.0) for g in nb.grades)
-                points = penalty(cfg.late, late, raw, float(nb.max_score))
-                if (nb.late_submission_penalty or 0.0) != points:
-                    nb.late_submission_penalty = points or None
-                if late.late:
-                    out.append((sub.student.id, sub.assignment.name, nb.notebook.name, late, points))
-        gb.db.commit()
-    return out

@@ -22,14 +22,18 @@ from pathlib import Path
 import nbformat
 
 from autograder import export as csvout
+from autograder.errors import AutograderError
+from autograder.gradebook import open_course
+from autograder.pages import markdown, render, safe_markdown
 from coursenb import cells
+from coursenb.chapters import ChapterError, assignment_order, select
 
 COLUMNS = ["assignment", "notebook", "grade_id", "student", "max_score", "score", "comment", "responded",
            "answer_sha256", "answer"]
 NO_RESPONSE = "No response."
 
 
-class ManualError(RuntimeError):
+class ManualError(AutograderError):
     """A CSV that cannot be imported (a user-facing sentence, one line per problem after the first)."""
 
 
@@ -66,11 +70,9 @@ class Answer:
 def questions(course_dir: Path, assignment: str | None = None) -> list[Question]:
     """Every manually graded cell of the course's source notebooks, in course order, with its question's text,
     model answer and rubric."""
-    from autograder.grades import _order
-
     out = []
     source = Path(course_dir) / "source"
-    for nb_path in sorted(source.glob("*/*.ipynb"), key=lambda p: (_order(p.parent.name), p.name)):
+    for nb_path in sorted(source.glob("*/*.ipynb"), key=lambda p: (assignment_order(p.parent.name), p.name)):
         a = nb_path.parent.name
         if assignment and a != assignment:
             continue
@@ -104,8 +106,6 @@ def model_answer(source: str) -> str:
 def _rubrics(assignment: str) -> dict[str, str]:
     """grade_id -> the rubric the chapter gives right after that answer cell (its solutions-only cells whose first
     line names a rubric), for a course made from the book's chapters."""
-    from coursenb.chapters import ChapterError, select
-
     try:
         nb = select([assignment])[0].read()
     except (ChapterError, IndexError, OSError):
@@ -129,12 +129,10 @@ def answers(course_dir: Path, assignment: str | None = None) -> list[Answer]:
     """Every submitted student's answer to every question, with the score and comment the gradebook holds."""
     from nbgrader.api import MissingEntry
 
-    from autograder.grades import gradebook
-
     course_dir = Path(course_dir)
     out = []
     qs = questions(course_dir, assignment)
-    with gradebook(course_dir) as gb:
+    with open_course(course_dir) as gb:
         for q in qs:
             for path in sorted((course_dir / "submitted").glob(f"*/{q.assignment}/{q.notebook}.ipynb")):
                 student = path.parent.parent.name
@@ -166,8 +164,6 @@ def _answer_text(path: Path, grade_id: str) -> str | None:
 def export(course_dir: Path, out_dir: Path, assignment: str | None = None) -> tuple[Path, list[Path], int]:
     """Write out_dir/<assignment>_<grade_id>.html per question and out_dir/manual_grades.csv; returns
     (csv path, pages, rows)."""
-    from autograder.pages import markdown, render, safe_markdown
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     all_answers = answers(course_dir, assignment)
@@ -261,10 +257,8 @@ def import_scores(course_dir: Path, path: Path) -> list[Row]:
     """Check the whole CSV, then write every score and comment into the gradebook in one commit."""
     from nbgrader.api import MissingEntry
 
-    from autograder.grades import gradebook
-
     rows = read_rows(course_dir, path)
-    with gradebook(course_dir) as gb:
+    with open_course(course_dir) as gb:
         try:
             for row in rows:
                 q = row.answer.question

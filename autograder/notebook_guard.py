@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.errors import AutograderError
+
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
@@ -25,7 +27,7 @@ MAX_CELLS = 10_000  # cells (a chapter has about a hundred)
 _BLANK = re.compile(rb"\s*")
 
 
-class UnreadableNotebook(ValueError):
+class UnreadableNotebook(AutograderError, ValueError):
     """The file is not a notebook that may be read (empty, too large, not JSON, nested too deeply, not nbformat)."""
 
 
@@ -47,7 +49,7 @@ class TooDeep(UnreadableNotebook):
     """The file's JSON nests deeper than any notebook: no tool that recurses over JSON may be given it."""
 
 
-class _TooManyObjects(ValueError):
+class _TooManyObjects(AutograderError, ValueError):
     pass
 
 

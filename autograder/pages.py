@@ -84,7 +84,7 @@ def render(template: str, **context: object) -> str:
 
 def warm(*templates: str) -> None:
     """Import and build what pages need (Jinja2 and `templates` compiled, the markdown renderers, MathML, nh3,
-    Pygments) ahead of the first page: done while a grading run's sandboxes start, 0.1-0.2 s less after it."""
+    Pygments) ahead of the first page: done while a grading run's sandboxes start (autograder.startup)."""
     for template in templates:
         environment().get_template(template)
     _markdown(True), _markdown(False)

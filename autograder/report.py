@@ -20,13 +20,18 @@ one page with no script) and one CSV per table (`summary.csv`, `cells.csv`, `che
 """
 from __future__ import annotations
 
+import base64
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import export
 from autograder.grades import Class, summary_stats
 from autograder.gradinglog import NotebookLog, figures
+from autograder.pages import render
+from coursenb.cells import grade_id, hidden_check_names, is_test
 
 SUMMARY_HEADERS = ["chapter", "points", "submissions", "mean final score", "median final score",
                    "with full marks", "with 0", "charged as late"]
@@ -119,8 +124,6 @@ class CheckFailures:
 def cell_checks(course_dir: Path, assignment: str, notebook: str) -> dict[str, list[str]]:
     """{grade_id: hidden checks it calls} of the course's source notebook."""
     import nbformat
-
-    from coursenb.cells import grade_id, hidden_check_names, is_test
 
     path = Path(course_dir) / "source" / assignment / f"{notebook}.ipynb"
     try:
@@ -268,8 +271,6 @@ def dot_offsets(values: list[float], width: float = 0.6) -> list[float]:
 def plot_totals(cls: Class, out_dir: Path) -> Path:
     """Each chapter's final totals as a dot plot, in percent of its maximum: one dot per student, dots at equal
     scores side by side, the median as a bar."""
-    import statistics
-
     import matplotlib.pyplot as plt
 
     max_by = cls.assignment_max()
@@ -321,11 +322,6 @@ def plot_failed_checks(checks: list[CheckFailures], out_dir: Path, top: int = 15
 
 def write_tables(out_dir: Path, tables: dict[str, tuple[list[str], list[list[object]]]], plots: list[Path]) -> list[Path]:
     """`tables` (name -> headers, rows) as name.csv each, and index.html with every table and plot; their paths."""
-    import base64
-
-    from autograder import export
-    from autograder.pages import render
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -23,6 +23,7 @@ students' code side by side with the shared passages highlighted.
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import io
 from dataclasses import dataclass
@@ -31,7 +32,10 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.collect import read_bounded
+from autograder.pages import marked, render
 from coursenb import cells
+from coursenb.chapters import assignment_order
 
 K, WINDOW = 25, 4  # copydetect's noise threshold (characters of filtered code) and winnowing window
 OWN_CODE_BYTES = 64 * 1024  # of one student's own code compared (answers are a few KiB); the page says so past it
@@ -97,8 +101,6 @@ def collect_work(course_dir: Path, assignment: str) -> list[Work]:
     release where the course keeps it (autograder.record.releases), else today's."""
     course_dir = Path(course_dir)
     releases = {p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
-    from autograder.collect import read_bounded
-
     out = []
     for folder in sorted(p for p in (course_dir / "submitted").glob(f"*/{assignment}") if p.is_dir()):
         code, notes = [], []
@@ -166,8 +168,6 @@ def compare(works: list[Work], release_code: str = "", common: float = 0.25) -> 
     """Every pair of `works` that shares code, ranked: identical and nearly-all-shared pairs first (whatever the
     common-code rule says), then by shared uncommon code. Fingerprints of the release are left out everywhere;
     those found in more than `common_limit(common, len(works))` works are left out of the uncommon comparison."""
-    import copy
-
     from copydetect import compare_files
 
     if len(works) < 2:
@@ -224,8 +224,6 @@ def report(pairs_by_assignment: dict[str, list[Pair]], students_by_assignment: d
            top: int = 20, notes: dict[str, list[tuple[str, str]]] | None = None) -> Path:
     """One HTML page (templates/similarity.html.j2): per assignment, what was cut before comparing (`notes`:
     (student, what)), the ranked pairs and each pair's code side by side, the shared passages marked."""
-    from autograder.pages import marked, render
-
     notes = notes or {}
     sections = [{"assignment": a, "n": students_by_assignment.get(a, 0), "notes": notes.get(a, []),
                  "pairs": [{"rank": k, "a": p.a, "b": p.b, "shared": p.shared, "score": p.score, "kind": p.kind,
@@ -242,9 +240,7 @@ def run(course_dir: Path, assignment: str | None = None, common: float = 0.25) -
     """Compare every assignment (or one) and write course_dir/similarity/index.html."""
     course_dir = Path(course_dir)
     release = course_dir / "release"
-    from autograder.grades import _order
-
-    assignments = [assignment] if assignment else sorted((p.name for p in release.iterdir() if p.is_dir()), key=_order)
+    assignments = [assignment] if assignment else sorted((p.name for p in release.iterdir() if p.is_dir()), key=assignment_order)
     pairs, counts, notes = {}, {}, {}
     for a in assignments:
         works = collect_work(course_dir, a)

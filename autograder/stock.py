@@ -8,7 +8,7 @@ student's notebook can rebind whatever decides). The course's nbgrader_config.py
 runs, it stops the notebook with a sentence naming `autograder grade`.
 
 The project's own uses of stock nbgrader (the equivalence and invariant tests, the benchmarks'
-baseline) opt in explicitly: `course.nbgrader_api(course_dir, stock_autograde=True)`, which sets
+baseline) opt in explicitly: `gradebook.api(course_dir, stock_autograde=True)`, which sets
 `c.RefuseStockAutograde.allow = True`.
 """
 from __future__ import annotations
@@ -16,13 +16,15 @@ from __future__ import annotations
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
+from autograder.errors import AutograderError
+
 REFUSAL = ("this course is graded by `autograder grade` (each notebook sandboxed, judged outside the student's "
            "process); stock `nbgrader autograde` and formgrader's Autograde button would run students' code "
            "unsandboxed with the in-process local judge, so they refuse. Run `autograder grade --course DIR` "
            "(set c.RefuseStockAutograde.allow = True only to run stock nbgrader on trusted notebooks)")
 
 
-class StockAutogradeRefused(RuntimeError):
+class StockAutogradeRefused(AutograderError):
     """Stock nbgrader autograde was asked to grade this course."""
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 warnings.filterwarnings("ignore", message="Object of type")
 
-from autograder import course  # noqa: E402
+from autograder import gradebook  # noqa: E402
 from autograder.course import Course  # noqa: E402
 from coursenb.chapters import select  # noqa: E402
 from solutions.mistakes import apply, wrong_for  # noqa: E402
@@ -65,7 +65,7 @@ def main() -> None:
           + f", worker outside cells {worker_over * 1000:.0f} ms")
     if args.no_stock:
         return
-    api = course.nbgrader_api(copies["stock"], stock_autograde=True)
+    api = gradebook.api(copies["stock"], stock_autograde=True)
     api.log.setLevel("ERROR")
     t0 = time.perf_counter()
     per = []

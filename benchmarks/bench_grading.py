@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import course, example_class, grades, gradinglog  # noqa: E402
+from autograder import example_class, gradebook, grades, gradinglog  # noqa: E402
 from autograder.course import Course  # noqa: E402
 from coursenb.chapters import Chapter, select  # noqa: E402
 from tests import nbgrader_support as nbs  # noqa: E402
@@ -75,7 +75,7 @@ def run_ours(course_dir: Path, workers: int) -> tuple[float, float | None]:
 
 def run_stock(course_dir: Path, subs: list[tuple[str, str]]) -> tuple[float, list[float], list[str]]:
     """Stock nbgrader autograde of each submission: (wall seconds, per-submission seconds, failures)."""
-    api = course.nbgrader_api(course_dir, stock_autograde=True)
+    api = gradebook.api(course_dir, stock_autograde=True)
     api.log.setLevel("ERROR")
     per, failures = [], []
     saved = os.dup(2)  # the kernels' start-up warnings go to this process's stderr: silence them

@@ -152,6 +152,12 @@ def materialise(folder: Path, names: Iterable[str] | None = None) -> list[Path]:
     return out
 
 
+def assignment_order(name: str) -> tuple:
+    """A sort key in book order: ch0 < ch1 < ... < ch10; any other assignment after them, by name."""
+    m = re.fullmatch(r"ch(\d+)", name)
+    return (0, int(m[1]), "") if m else (1, 0, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m coursenb.chapters --out DIR [chN ...]`: make the chapters' notebooks."""
     parser = argparse.ArgumentParser(prog="python -m coursenb.chapters", description=main.__doc__)

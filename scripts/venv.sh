@@ -31,7 +31,7 @@ print(digest.hexdigest()[:16])' "$root/pyproject.toml" "$root/attnlab/pyproject.
         }
         # torch first, pinned, so nothing resolves a CUDA build; the student kit is its own distribution.
         _attnlab_pip --upgrade pip && _attnlab_pip "torch==2.13.0" && _attnlab_pip -e "$root/attnlab" \
-            && _attnlab_pip -e "$root[dev]"
+            && _attnlab_pip -e "$root[test]"
         local status=$?
         unset -f _attnlab_pip
         [ "$status" -eq 0 ] || { echo "scripts/venv.sh: pip install failed (log: $log)" >&2; return 1; }
@@ -40,7 +40,7 @@ print(digest.hexdigest()[:16])' "$root/pyproject.toml" "$root/attnlab/pyproject.
         touch "$stamp"
     fi
     # matplotlib's font list, built once here: a grading sandbox starts with an empty cache and copies it in
-    # (autograder/engine/inside/zygote.py: 0.1 s of every worker's start otherwise)
+    # (autograder/engine/inside/zygote.py; figures in benchmarks/startup.md)
     if [ ! -d "$VENV/share/attnlab/matplotlib" ]; then
         MPLCONFIGDIR="$VENV/share/attnlab/matplotlib" MPLBACKEND=Agg "$VENV/bin/python" -c "import matplotlib.font_manager" \
             >/dev/null 2>&1 || rm -rf "$VENV/share/attnlab/matplotlib"

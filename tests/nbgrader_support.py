@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course
+from autograder import course, gradebook
 from coursenb.chapters import Chapter
 
 
@@ -41,7 +41,7 @@ def submit(course_dir: Path, chapter: Chapter, student: str, nb: nbformat.Notebo
 
 def autograde_stock(course_dir: Path, chapter: Chapter, student: str) -> dict[str, float | None]:
     """Stock `nbgrader autograde` of one submission -> {test grade_id: score}."""
-    api = course.nbgrader_api(course_dir, stock_autograde=True)
+    api = gradebook.api(course_dir, stock_autograde=True)
     result = api.autograde(chapter.assignment, student, force=True, create=True)
     assert result["success"], result["log"][-3000:]
     return scores(course_dir, chapter, student)

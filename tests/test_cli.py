@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import nbformat
 import pytest
 
-from autograder import cli, collect, course, example_class, gradinglog
+from autograder import cli, collect, course, example_class, gradinglog, limits
 from autograder.checks import CHECKS
 from autograder.gradinglog import CellLog, NotebookLog
 from coursenb import cells
@@ -158,7 +158,7 @@ def test_collect_lms_zip_with_junk_and_duplicates(capsys, released, tmp_path) ->
 
 
 def _students(course_dir: Path) -> list[tuple[str, str | None]]:
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     with gradebook(course_dir) as gb:
         return sorted((s.id, s.lms_user_id) for s in gb.students)
@@ -316,7 +316,7 @@ def num(x: float) -> str:
 
 def fake_grade(course_dir: Path, student: str, lost: set[str] | str) -> None:
     """Scores in the gradebook, an autograded notebook and a grading_log.json, as the engine writes them."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     source = nbformat.read(course_dir / "source" / "ch1" / f"{NB}.ipynb", as_version=4)
     points = {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
@@ -362,8 +362,8 @@ def graded(released, tmp_path_factory) -> Path:
     late policy of 10% a started day (cap 50%, 15 minutes' grace), and grace's work two days late."""
     import datetime as dt
 
-    from autograder import late
-    from autograder.grades import gradebook
+    from autograder import grades
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = fresh(released, tmp_path_factory.mktemp("graded"))
     assert cli.main(["deadlines", "--course", str(course_dir), "--due", f"ch1={DUE}", "--late", "per-day",
@@ -382,7 +382,7 @@ def graded(released, tmp_path_factory) -> Path:
     unplaced = {"zip:ken": {"origin": f"zip:ken_1012_9_{NB}.py", "reason": f"not a notebook ({NB}.py)",
                             "student": "ken", "assignment": None, "collected_at": ""}}
     (course_dir / "collected.json").write_text(json.dumps({"submissions": records, "unplaced": unplaced}))
-    late.apply(course_dir)
+    grades.apply_late(course_dir)
     return course_dir
 
 
@@ -404,7 +404,7 @@ def test_gradebook_table(capsys, graded) -> None:
 
 def test_late_policy_is_what_nbgrader_sees(graded) -> None:
     """The penalty sits in nbgrader's own columns: its gradebook agrees on lateness and penalty."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     with gradebook(graded) as gb:
         sub = gb.find_submission("ch1", "grace")
@@ -513,8 +513,8 @@ def test_an_extension_is_nbgraders_and_ours(capsys, graded, tmp_path) -> None:
     after it is taken back, and with one set through nbgrader's API alone (before: charged whatever nbgrader said)."""
     import datetime as dt
 
-    from autograder import config, late
-    from autograder.grades import gradebook
+    from autograder import config, grades
+    from autograder.gradebook import open_course as gradebook
     from autograder.record import due_for
 
     course_dir = fresh(graded, tmp_path)
@@ -550,7 +550,7 @@ def test_an_extension_is_nbgraders_and_ours(capsys, graded, tmp_path) -> None:
 
     with gradebook(course_dir) as gb:  # nbgrader's own API, as formgrader's users do
         gb.grant_extension("ch1", "grace", days=3)
-    late.apply(course_dir)  # what every grading and manual import does
+    grades.apply_late(course_dir)  # what every grading and manual import does
     agree(0, raw("grace"))
     assert due_for(course_dir, "grace", "ch1").extension == dt.timedelta(days=3)
 
@@ -782,14 +782,14 @@ def _unreadable_zip() -> None:
 def test_a_step_that_reads_student_data_runs_bounded(tmp_path) -> None:
     """Course.bounded: the step's result and its own errors come back; a blow-up past the bound is one CourseError
     (the same allocation is fine unbounded), and this process is untouched."""
-    c = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=600))
+    c = course.Course(tmp_path, limits.StepLimits(memory_mb=256, seconds=600))
     assert c.bounded("similarity", _allocate, 64 << 20) == 64 << 20
     with pytest.raises(collect.CollectError, match="unreadable"):
         c.bounded("collect", _unreadable_zip)
     with pytest.raises(course.CourseError, match="similarity ran out of memory"):
         c.bounded("similarity", _allocate, 2 << 30)
     assert _allocate(512 << 20) == 512 << 20  # the bound was the child's alone
-    slow = course.Course(tmp_path, course.StepLimits(memory_mb=256, seconds=1))
+    slow = course.Course(tmp_path, limits.StepLimits(memory_mb=256, seconds=1))
     with pytest.raises(course.CourseError, match="feedback ran longer than its limit of 1 s"):
         slow.bounded("feedback", __import__("time").sleep, 30)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, feedback
+from autograder import course, feedback, gradebook
 from autograder.engine import notebook as nbmod
 from coursenb import cells
 from publish import audit
@@ -54,7 +54,7 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     dest = course_dir / "source" / "ch1" / "ch1_markers.ipynb"
     dest.parent.mkdir(parents=True)
     nbformat.write(_notebook(), str(dest))
-    result = course.nbgrader_api(course_dir).generate_assignment("ch1", force=True, create=True)
+    result = gradebook.api(course_dir).generate_assignment("ch1", force=True, create=True)
     assert result["success"], result.get("log")
     nb = nbformat.read(course_dir / "release" / "ch1" / "ch1_markers.ipynb", as_version=4)
     return {cells.grade_id(c): c.source for c in nb.cells}

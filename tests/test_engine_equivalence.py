@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from autograder import course
+from autograder import course, gradebook
 from coursenb.chapters import select
 from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
@@ -41,7 +41,7 @@ def test_every_cell_equals_stock_nbgrader(graded) -> None:
 def test_feedback_generates_from_the_autograded_notebooks(graded, tmp_path) -> None:
     """nbgrader's generate_feedback accepts what the engine wrote, and shows no hidden test."""
     course_dir = nbs.course_copy(graded["dirs"]["engine"], tmp_path / "course")  # the graded run is shared
-    api = course.nbgrader_api(course_dir)
+    api = gradebook.api(course_dir)
     hidden = _hidden_only()
     for student in ("source", hidden):
         result = api.generate_feedback(CHAPTER.assignment, student, force=True)

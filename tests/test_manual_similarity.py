@@ -32,7 +32,7 @@ HOSTILE = "\n\n".join(["=HYPERLINK(\"http://evil\") <script>alert(1)</script> L*
 def collected(tmp_path_factory) -> Path:
     """Chapter 1 released with the prose question, the example class (and one hostile answer) collected, every
     placed notebook registered in the gradebook as the engine registers it."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     root = tmp_path_factory.mktemp("manual")
     course_dir = root / "course"
@@ -91,7 +91,7 @@ def test_a_chapters_question_is_its_own_text_with_the_model_answer_and_rubric(tm
 
 def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected, tmp_path) -> None:
     from autograder import grades
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = copy(collected, tmp_path)
     assert cli.main(["manual", "export", "--course", str(course_dir)]) == 0
@@ -138,7 +138,7 @@ def test_export_import_round_trip_reaches_nbgraders_gradebook(capsys, collected,
     (lambda r: r.update(answer_sha256="0" * 16), "the answer changed since the export"),
 ])
 def test_a_bad_row_imports_nothing(capsys, collected, tmp_path, edit, words) -> None:
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = copy(collected, tmp_path)
     path, _, _ = manual.export(course_dir, tmp_path / "m")
@@ -173,7 +173,7 @@ def test_import_duplicates_and_missing_columns_are_refused(collected, tmp_path) 
 def test_a_csv_saved_by_excel_imports(collected, tmp_path) -> None:
     """Issue 33.5: a TA's CSV saved by Excel in Windows-1252 with `;` separators (a French locale) imports, its
     comments as written; UTF-16 is refused with what to do, not a codec traceback (on main: UnicodeDecodeError)."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = copy(collected, tmp_path)
     path, _, _ = manual.export(course_dir, tmp_path / "m")

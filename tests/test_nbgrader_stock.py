@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course
+from autograder import gradebook
 from coursenb.chapters import Chapter, select
 from solutions.mistakes import wrong_for
 from tests import nbgrader_support as nbs
@@ -71,6 +71,6 @@ def test_stock_autograde_refuses_in_the_course_unless_opted_in(tmp_path: Path) -
     nb = nbs.source_nb(chapter, course_dir)
     nb.cells.insert(0, nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').close()"))
     nbs.submit(course_dir, chapter, "mallory", nb)
-    result = course.nbgrader_api(course_dir).autograde(chapter.assignment, "mallory", force=True, create=True)
+    result = gradebook.api(course_dir).autograde(chapter.assignment, "mallory", force=True, create=True)
     assert not result["success"]
     assert "autograder grade" in result["log"] and not marker.exists()

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from attnlab.wire import Received
+from autograder.errors import AutograderError
 
 if TYPE_CHECKING:
     from autograder.checks.base import Check, FunctionCheck
 
 
-class _NotRecorded(Exception):
+class _NotRecorded(AutograderError):
     """The reference composition asked for a call the student's log does not answer."""
 
 

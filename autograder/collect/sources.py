@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from autograder.errors import AutograderError
 from autograder.notebook_guard import MAX_BYTES
 
 MiB = 1 << 20
 WANTED = (".ipynb", ".zip")  # what can be a submission: nothing else is inflated
 
 
-class CollectError(RuntimeError):
+class CollectError(AutograderError):
     """A source that cannot be read at all, or a collect pattern that cannot be used."""
 
 

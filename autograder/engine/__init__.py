@@ -85,9 +85,9 @@ def grade(course_dir: Path, *, assignment: str | None = None, student: str | lis
     if force:  # the run starts its sandboxes before the gradebook (nbgrader's import) is needed
         todo = subs
     else:
-        from nbgrader.api import Gradebook
+        from autograder.gradebook import open_db
 
-        with Gradebook(engine.cfg.db_url, course_id=engine.cfg.course_id) as gb:
+        with open_db(engine.cfg.db_url, engine.cfg.course_id) as gb:
             todo = [s for s in subs if not store.is_graded(gb, s)]
     graded, failed = engine.run(todo, progress) if todo else (0, 0)
     ran = [s for s in engine.stats if s["run"]]

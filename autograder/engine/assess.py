@@ -80,7 +80,7 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
                                             min(limits.cell_output_bytes, max(bytes_left, 0)),
                                             min(limits.cell_output_items, max(items_left, 1)), rec["count"])
         items_left -= len(cell.outputs)
-        bytes_left -= sum(scoring._size(o) for o in cell.outputs)
+        bytes_left -= sum(scoring.output_size(o) for o in cell.outputs)
         cell.execution_count = rec["count"]
         mine = []
         for r in (rec_in.get("reports") if isinstance(rec_in, dict) and isinstance(rec_in.get("reports"), list) else []):

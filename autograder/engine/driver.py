@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from autograder.engine import cgroups, protocol
 from autograder.engine.limits import Limits
 from autograder.engine.sandbox import Plan
+from autograder.errors import AutograderError
 
 STARTUP_SECONDS = 300.0  # a child's setup, before any notebook code: generous, machines get loaded
 SETUP_KINDS = ("hello", "ns", "ready")
 
 
-class InfraError(RuntimeError):
+class InfraError(AutograderError):
     """The sandbox did not come up: the grader's problem, never charged to the student."""
 
 
-class Dead(Exception):
+class Dead(AutograderError):
     """The child is gone or must go (the reason is for the student's log)."""
 
 

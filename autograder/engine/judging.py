@@ -14,6 +14,7 @@ Verdicts are cached only where they cannot depend on the notebook: a check witho
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import select
@@ -85,8 +86,11 @@ class JudgeClient:
         if self.memory_bytes:
             self.bound = membound.memory_bound(self.memory_bytes, "judge", parent=self.cgroup, find=False)
         words = self.bound.argv() if self.bound is not None else []
+        # a process group of its own: the terminal's Ctrl-C reaches the grader alone, which stops the judge (no
+        # KeyboardInterrupt traceback from a helper process)
         self.proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.judging", str(theirs.fileno()), *words],
-                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, close_fds=True)
+                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env, close_fds=True,
+                                     process_group=0)
         theirs.close()
         ours.setblocking(False)
         self.sock, self.reader = ours, protocol.FrameReader(ours.fileno(), 1 << 31)
@@ -255,8 +259,6 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
 
     The imports run with the collector off, and what they built is frozen out of its reach (gc.freeze) before
     any request: a collection during torch's import walks its whole growing heap, again and again."""
-    import gc
-
     gc.disable()
     import torch
 

@@ -20,7 +20,7 @@ from autograder import notebook_guard
 from autograder.notebook_guard import MAX_BYTES, MAX_CELLS, MAX_DEPTH, MAX_OBJECTS, UnreadableNotebook  # noqa: F401 (the engine's names)
 from coursenb.cells import grade_id, has_hidden_tests, is_locked, is_solution, secret_lines, strip_hidden_tests
 
-if TYPE_CHECKING:  # nbformat (and jsonschema with it, 0.1 s) is imported where a notebook is read or made, so
+if TYPE_CHECKING:  # nbformat (and jsonschema with it) is imported where a notebook is read or made, so
     from nbformat import NotebookNode  # that a grading run starts its sandboxes before it
 
 

@@ -11,11 +11,12 @@ import tempfile
 from dataclasses import dataclass, field
 
 from autograder.engine import protocol
+from autograder.errors import AutograderError
 
 RESULT_MAX = 1 << 30  # a worker's result frame (it already holds every notebook cap)
 
 
-class WorkerError(RuntimeError):
+class WorkerError(AutograderError):
     """A worker could not start or died."""
 
 
@@ -76,7 +77,7 @@ class Pool:
         with open(log, "ab") as err:
             proc = subprocess.Popen([sys.executable, "-m", "autograder.engine.worker", str(theirs.fileno())],
                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                    env=worker_env(), close_fds=True, cwd="/")
+                                    env=worker_env(), close_fds=True, cwd="/", process_group=0)  # as the judge's
         theirs.close()
         ours.setblocking(False)
         w = Worker(slot, proc, ours, protocol.FrameReader(ours.fileno(), RESULT_MAX), log)

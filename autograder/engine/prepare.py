@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 from autograder.engine import notebook as nbmod
 from autograder.engine import store
 from autograder.engine.limits import Limits
+from autograder.errors import AutograderError
 from coursenb import cells
 
-if TYPE_CHECKING:  # imported where the first source is read: after the sandboxes start (0.17 s of the start)
+if TYPE_CHECKING:  # imported where the first source is read: after the sandboxes start (autograder.startup)
     import nbformat
 
 
-class EngineError(RuntimeError):
+class EngineError(AutograderError):
     """The course cannot be graded as it is (a user-facing sentence)."""
 
 

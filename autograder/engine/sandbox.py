@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import glob
 import os
+import pwd
+import secrets
 import shutil
 import site
 import sys
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from autograder.engine import seccomp
 from autograder.engine.limits import Limits
+from autograder.errors import AutograderError
 
 INSIDE = Path(__file__).resolve().parent / "inside"  # bound into the sandbox as /run/grader/inside
 CODE_MOUNT = "/run/grader"
@@ -47,7 +50,7 @@ SANDBOX_UID_NAME = "student"
 ZYGOTE_UID_NAME = "zygote"  # the zygote's uid 0 in root mode (it forks, drops to the student's uid, then runs)
 
 
-class SandboxError(RuntimeError):
+class SandboxError(AutograderError):
     """The sandbox cannot be built on this machine (a sentence for the instructor)."""
 
 
@@ -238,9 +241,9 @@ class Plan:
     def accounts(self) -> tuple[bytes, bytes]:
         """/etc/passwd and /etc/group inside: the sandbox's user, and in root mode the zygote's own (uid 0).
 
-        Every uid a process inside runs as has an account: torch 2.11's `import torch._dynamo` calls
-        `getpass.getuser()`, which raised KeyError for the zygote's uid 0 (seen on an H200), left a half-imported
-        module behind, and every notebook's own import then failed ("Artifact ... already registered")."""
+        Every uid a process inside runs as has an account: a library may look its user up at import (torch's
+        `import torch._dynamo` calls `getpass.getuser()`); a KeyError there leaves a half-imported module behind,
+        and every notebook's own import then fails (benchmarks/startup.md, "seen once")."""
         uid = self.uid if self.mode == "root" else 0
         passwd = f"{SANDBOX_UID_NAME}:x:{uid}:{uid}::{WORKDIR}:/bin/false\n"
         group = f"{SANDBOX_UID_NAME}:x:{uid}:\n"
@@ -329,9 +332,6 @@ def cuda_library_dirs() -> list[str]:
 
 def fresh_uid_block(n: int) -> int:
     """The first of `n` uids that no process uses, no account names, and no other grading run holds."""
-    import pwd
-    import secrets as _secrets
-
     used = set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -343,7 +343,7 @@ def fresh_uid_block(n: int) -> int:
                 pass
     lo, hi = UID_RANGE
     while True:
-        base = lo + _secrets.randbelow((hi - lo) // 4096) * 4096
+        base = lo + secrets.randbelow((hi - lo) // 4096) * 4096
         block = range(base, base + n)
         if used.isdisjoint(block) and not any(_has_account(u, pwd) for u in block):
             return base

@@ -24,6 +24,7 @@ from autograder.engine.limits import Limits
 from autograder.engine.pool import Pool, WorkerError
 from autograder.engine.prepare import EngineError, Job, Preparer
 from autograder.engine.record import Recorder
+from autograder.gradebook import open_db
 from autograder.gradinglog import NotebookLog
 
 __all__ = ["Engine", "EngineError"]
@@ -33,9 +34,8 @@ __all__ = ["Engine", "EngineError"]
 def warm_up_failures(zygote: dict) -> str | None:
     """A sentence naming what the zygote failed to import or warm up (its notebooks inherit that state), or None.
 
-    Seen on a GPU host with torch 2.11: the zygote's first `import torch._dynamo` failed part-way, and every notebook's
-    own import then raised "Artifact of type=precompile already registered": a failed warm-up can break notebooks,
-    not only slow them, so it is never silent."""
+    A failed warm-up can break notebooks, not only slow them (a half-imported module makes every notebook's own
+    import fail: benchmarks/startup.md, "seen once"), so it is never silent."""
     failed = {**(zygote.get("import_failures") or {}), **(zygote.get("exercise_failures") or {})}
     if not failed:
         return None
@@ -92,9 +92,7 @@ class Engine:
                 pool = self._spawn_pool(self.workers if self.keep else min(self.workers, len(todo)),
                                         None if self.keep else len(todo))
                 self.judge.start()
-            from nbgrader.api import Gradebook  # after the start: importing it takes a while
-
-            with Gradebook(self.cfg.db_url, course_id=self.cfg.course_id) as gb:
+            with open_db(self.cfg.db_url, self.cfg.course_id) as gb:  # nbgrader imported after the start
                 for a in sorted({s.assignment for s in todo}):
                     _require_assignment(gb, a)
                 for sub in todo:

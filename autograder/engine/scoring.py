@@ -62,7 +62,7 @@ def outputs_from(blob: bytes, max_bytes: int, max_items: int, count: int | None 
         node = _output(o, count)
         if node is None:
             continue
-        size = _size(node) + PIECE_BYTES
+        size = output_size(node) + PIECE_BYTES
         if len(out) >= max_items or size > left:
             error = node if node.output_type == "error" else next(
                 (e for e in (_output(x, count) for x in items[at + 1:] if isinstance(x, dict)
@@ -100,7 +100,8 @@ def _output(o: object, count: int | None) -> NotebookNode | None:
     return None
 
 
-def _size(node: NotebookNode) -> int:
+def output_size(node: NotebookNode) -> int:
+    """The characters an output holds (its text, its traceback, or its data), as the byte caps count them."""
     if node.output_type == "stream":
         return len(node.text)
     if node.output_type == "error":

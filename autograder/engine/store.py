@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import warnings
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,8 +149,6 @@ def ensure_submissions(gb, subs: list[Submission]) -> None:
     The rows start with no auto score, which is what "not graded yet" means to `is_graded`;
     per notebook only the scores are then written and committed.
     """
-    import warnings
-
     from nbgrader.api import MissingEntry
 
     gb.db.commit = gb.db.flush  # nbgrader commits after each call; one commit for all of them instead
@@ -184,8 +183,6 @@ def record_grades(gb, sub: Submission, scores: dict[str, float | None], responde
     Plain UPDATEs on nbgrader's grade and comment rows (one per cell, by id), as
     SaveAutoGrades would set them, without loading every row's computed properties.
     """
-    import warnings
-
     from nbgrader.api import Comment, Grade, MissingEntry
 
     with warnings.catch_warnings():

@@ -19,13 +19,15 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autograder.errors import AutograderError
+
 RULES = ("last", "last-on-time")
 DIR = "attempts"
 INDEX = "index.json"
 EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
-class AttemptError(ValueError):
+class AttemptError(AutograderError, ValueError):
     """An attempt that cannot be chosen as asked (a user-facing sentence)."""
 
 

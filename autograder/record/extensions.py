@@ -15,12 +15,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.errors import AutograderError
+
 FILE = "extensions.json"
 UNITS = {"w": 7 * 86_400, "d": 86_400, "h": 3600, "min": 60, "m": 60}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|min|m)\b\s*")
 
 
-class ExtensionError(ValueError):
+class ExtensionError(AutograderError, ValueError):
     """An extension that cannot be given as asked (a user-facing sentence)."""
 
 
@@ -162,7 +164,7 @@ def due_for(course_dir: Path, student: str, assignment: str) -> StudentDue:
     from nbgrader.api import MissingEntry
 
     from autograder import config
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_due = config.load(course_dir).due.get(assignment)
     given = read(course_dir).get((assignment, student))
@@ -181,7 +183,7 @@ def every(course_dir: Path) -> list[StudentDue]:
     from nbgrader.api import SubmittedAssignment
 
     from autograder import config
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     due = config.load(course_dir).due
     given = read(course_dir)

@@ -15,11 +15,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.errors import AutograderError
+
 FILE = "roster.json"
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 
-class RosterError(ValueError):
+class RosterError(AutograderError, ValueError):
     """A roster that cannot be read (a user-facing sentence)."""
 
 

@@ -31,6 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from autograder import config
+from autograder.errors import AutograderError
 from autograder.service import views
 from autograder.service.grader import Grader
 from autograder.service.settings import Settings
@@ -140,7 +141,7 @@ def csrf_ok(expected: str, given: object) -> bool:
 
 # ----------------------------------------------------------------------------- uploads
 
-class Refused(Exception):
+class Refused(AutograderError):
     """An upload not accepted: the HTTP status, one sentence, and the seconds to wait (429)."""
 
     def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
@@ -435,7 +436,7 @@ class Limits:
                 await _too_large(send, self.cap)
 
 
-class _TooLarge(Exception):
+class _TooLarge(AutograderError):
     pass
 
 

@@ -21,12 +21,14 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.errors import AutograderError
+
 FILE = "service.toml"
 TIERS = ("nothing", "cells", "points")
 FINALS = ("rule", "best")
 
 
-class SettingsError(ValueError):
+class SettingsError(AutograderError, ValueError):
     """service.toml cannot be used: one sentence naming the key."""
 
 

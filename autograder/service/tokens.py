@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.collect.layouts import is_student_id  # the one rule for a student id
+from autograder.errors import AutograderError
 from autograder.service.store import Store, has_gradebook
 
 INSTRUCTOR = "instructor"
 
 
-class TokenError(ValueError):
+class TokenError(AutograderError, ValueError):
     """A token command that cannot be done: one sentence."""
 
 

@@ -22,6 +22,7 @@ import resource
 import signal
 import struct
 import sys
+from collections.abc import Callable
 
 from . import frames
 
@@ -67,8 +68,9 @@ def reap() -> int:
         n += 1
 
 
-def keeper(sock: int, status: int, shell: object) -> None:
-    """The notebook's first process (never returns)."""
+def keeper(sock: int, status: int, serve: Callable[[int, dict], None]) -> None:
+    """The notebook's first process (never returns); `serve(sock, plan)` is the runner's loop (`runner.main`
+    bound to the zygote's shell), handed down so that this module needs no import of the runner."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     parent = os.getppid()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
@@ -93,7 +95,7 @@ def keeper(sock: int, status: int, shell: object) -> None:
     pid = os.fork()
     if pid == 0:
         try:
-            init(sock, status, plan, shell, me)
+            init(sock, status, plan, serve, me)
         except BaseException as exc:  # noqa: BLE001 - told to the worker, which stops the run
             try:
                 frames.send(sock, {"k": "ns", "error": f"{type(exc).__name__}: {exc}"[:500]})
@@ -110,7 +112,7 @@ def keeper(sock: int, status: int, shell: object) -> None:
             os._exit(0)
 
 
-def init(sock: int, status: int, plan: dict, shell: object, parent: int) -> None:
+def init(sock: int, status: int, plan: dict, serve: Callable[[int, dict], None], parent: int) -> None:
     """PID 1 of the notebook's namespaces (never returns)."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the keeper, and so does the namespace
     _check_parent(plan, parent)
@@ -126,9 +128,7 @@ def init(sock: int, status: int, plan: dict, shell: object, parent: int) -> None
     runner_pid = os.fork()
     if runner_pid == 0:
         os.close(status)
-        from . import runner
-
-        runner.main(sock, plan, shell)  # never returns
+        serve(sock, plan)  # never returns
     os.close(sock)
     while True:  # reap the namespace's orphans until the runner is gone
         try:

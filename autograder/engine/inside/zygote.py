@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import io
 import os
 import pkgutil
 import signal
@@ -30,7 +31,7 @@ FONT_LISTS = os.path.join(sys.prefix, "share", "attnlab", "matplotlib")  # built
 
 def font_list() -> bool:
     """Copy matplotlib's font list built with the venv into this sandbox's empty cache (MPLCONFIGDIR); True if
-    copied. Without it matplotlib lists and reads every font again, 0.1 s of each worker's start; a list that
+    copied. Without it matplotlib lists and reads every font again at each worker's start; a list that
     names a font this sandbox lacks is rebuilt by matplotlib the first time that font is looked up."""
     cache = os.environ.get("MPLCONFIGDIR")
     try:
@@ -72,8 +73,8 @@ def exercise(many: bool = True) -> dict:
     dispatcher and meta kernels as the book's profiler and kernel watch use them, the first
     `scaled_dot_product_attention` (`kernels`), sympy's lazily imported core (`sympy`).
 
-    `many` (a zygote that forks many notebooks) adds what only some notebooks use, for 0.5-0.8 s
-    here: `torch._dynamo`, which the first TorchDispatchMode of a notebook's own and every
+    `many` (a zygote that forks many notebooks) adds what only some notebooks use, at a cost
+    worth paying once: `torch._dynamo`, which the first TorchDispatchMode of a notebook's own and every
     optimizer import (`dynamo`: Chapter 4's optimizer), and a figure written as PNG
     (`figure`: grading draws none, `runner.make_shell`). A zygote that forks one notebook goes
     without them: that notebook imports what it uses, as it would anyway.
@@ -141,8 +142,6 @@ def _dynamo() -> None:
 
 def _figure() -> None:
     """A small figure with text, lines and an image, written as PNG (not through pyplot)."""
-    import io
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -169,10 +168,9 @@ def frozen() -> None:
     """Move everything the warm-up built out of the collector's reach (`gc.freeze`), then turn it on.
 
     The zygote's command turns the collector off before its first import: importing torch, the
-    dispatcher and sympy with it on ran a full collection over the growing heap again and again
-    (3.2-3.4 s of CPU for the warm-up here, 2.4-2.6 s without). Frozen, those objects are never
-    walked by a child's collection, so a child neither spends the time nor copies the pages a
-    walk writes to (a child's allocations and one collection: 0.27 s before, 0.04 s after).
+    dispatcher and sympy with it on ran a full collection over the growing heap again and again.
+    Frozen, those objects are never walked by a child's collection, so a child neither spends the
+    time nor copies the pages a walk writes to (figures: benchmarks/startup.md).
     The handful of garbage cycles the imports leave stay, shared by every child."""
     gc.freeze()
     gc.enable()
@@ -211,7 +209,7 @@ def main(control_fd: int, many: bool = True) -> None:
         if pid == 0:  # never returns
             try:
                 os.close(control_fd)
-                child.keeper(fds[0], fds[1], shell)
+                child.keeper(fds[0], fds[1], lambda sock, plan: runner.main(sock, plan, shell))
             finally:
                 os._exit(70)
         for fd in fds:
