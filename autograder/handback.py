@@ -24,6 +24,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import collect
+from autograder.collect import Manifest
 from autograder.errors import AutograderError
 
 LMS = ("canvas", "moodle")
@@ -45,13 +47,10 @@ class HandedBack:
 
 def download_names() -> tuple[re.Pattern, re.Pattern]:
     """(Canvas's, Moodle's) pattern of the names their downloads give submissions: collect's, which reads them."""
-    try:
-        from autograder.collect.layouts import Canvas, Moodle  # collect as a package of layouts
-    except ImportError:
-        from autograder import collect
-
-        return collect.CANVAS_NAME, collect.MOODLE_NAME
-    return Canvas.NAME, Moodle.NAME
+    layouts = getattr(collect, "layouts", None)  # collect as a package of layouts
+    if layouts is not None:
+        return layouts.Canvas.NAME, layouts.Moodle.NAME
+    return collect.CANVAS_NAME, collect.MOODLE_NAME
 
 
 def lms_name(origin: str, lms: str, notebook: str) -> str | None:
@@ -71,8 +70,6 @@ def lms_name(origin: str, lms: str, notebook: str) -> str | None:
 
 def write_zip(course_dir: Path, lms: str, assignment: str, out: Path) -> HandedBack:
     """The feedback pages of `assignment` in the LMS's bulk-upload zip at `out` (HandbackError if there is none)."""
-    from autograder.collect import Manifest
-
     if lms not in LMS:
         raise HandbackError(f"unknown LMS {lms!r} (one of {', '.join(LMS)})")
     records, _ = Manifest.read(course_dir)

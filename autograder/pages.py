@@ -23,6 +23,7 @@ import functools
 import hashlib
 import html
 import re
+from importlib.resources import files
 
 from markupsafe import Markup
 
@@ -34,8 +35,6 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 @functools.cache
 def stylesheet() -> str:
     """The pages' one stylesheet: Pygments' colours for highlighted code, then templates/style.css."""
-    from importlib.resources import files
-
     from pygments.formatters import HtmlFormatter
 
     pygments = HtmlFormatter(style="default").get_style_defs("pre.code")

@@ -34,15 +34,17 @@ from contextlib import contextmanager
 
 # autograder's modules and sub-packages, bottom to top: (names, what they are)
 LAYERS: list[tuple[set[str], str]] = [
-    ({"errors", "startup", "tables", "kit", "stock"}, "the error family, this module, plain helpers"),
+    ({"errors", "startup", "tables", "kit", "stock", "courselock"}, "the error family, this module, plain helpers, "
+                                                                    "the course's lock"),
     ({"config"}, "the one reader of nbgrader_config.py"),
     ({"gradebook", "late", "gradinglog"}, "the one module that opens nbgrader's gradebook; the late policy alone; "
                                           "the grading logs"),
-    ({"collect", "checks", "equation_judge", "judge", "engine"}, "placing uploads; the checks; grading them"),
+    ({"collect", "checks", "equation_judge", "judge", "engine", "record"}, "placing uploads; the checks; grading "
+                                                                          "them; the course's record"),
     ({"grades", "limits"}, "the read model (and the late penalties, which it derives); every limit"),
-    ({"pages", "export", "feedback", "report", "similarity", "manual"}, "the writers"),
+    ({"pages", "export", "feedback", "report", "similarity", "manual", "handback"}, "the writers"),
     ({"course", "example_class"}, "the `Course` facade (and the example class it grades)"),
-    ({"cli", "__main__"}, "the command line"),
+    ({"cli", "__main__", "service"}, "the command line, the submission service"),
 ]
 # third-party modules imported inside functions only, and why
 LAZY_MODULES: dict[str, str] = {
@@ -55,6 +57,8 @@ LAZY_MODULES: dict[str, str] = {
     "numpy": "similarity's matrix only",
     "copydetect": "similarity only",
     "jinja2": "pages are rendered by the writers only",
+    "nh3": "pages' allowlist, by the writers only",
+    "uvicorn": "the submission service's server, only when it serves",
     "markdown_it": "pages' markdown, by the writers only",
     "mdit_py_plugins": "pages' markdown, by the writers only",
     "latex2mathml": "pages' math, by the writers only",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from autograder import gradinglog
 from autograder.gradinglog import NotebookLog
+from autograder.record import releases
 
 if TYPE_CHECKING:  # imported where a graded notebook is written, after the sandboxes start
     import nbformat
@@ -58,8 +59,6 @@ def discover(course_dir: Path, assignment: str | None = None,
              student: str | Collection[str] | None = None) -> list[Submission]:
     """Every (student, assignment, notebook) with a submission folder, in a stable order (`student`: one id, or a
     collection of ids)."""
-    from autograder.record import releases
-
     students = {student} if isinstance(student, str) else set(student) if student is not None else None
     course_dir = Path(course_dir).resolve()
     submitted = course_dir / "submitted"

@@ -15,7 +15,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import config
 from autograder.errors import AutograderError
+from autograder.gradebook import open_course
+from autograder.gradinglog import atomic_write
+from coursenb.chapters import assignment_order
 
 FILE = "extensions.json"
 UNITS = {"w": 7 * 86_400, "d": 86_400, "h": 3600, "min": 60, "m": 60}
@@ -107,8 +111,6 @@ def read(course_dir: Path) -> dict[tuple[str, str], Extension]:
 
 def write(course_dir: Path, extensions: dict[tuple[str, str], Extension]) -> None:
     """Replace the record of extensions (atomically)."""
-    from autograder.gradinglog import atomic_write
-
     data: dict[str, dict] = {}
     for (assignment, student), e in sorted(extensions.items()):
         data.setdefault(assignment, {})[student] = e.to_json()
@@ -163,14 +165,11 @@ def due_for(course_dir: Path, student: str, assignment: str) -> StudentDue:
     nbgrader), else the one nbgrader holds for their submission (set through its own API)."""
     from nbgrader.api import MissingEntry
 
-    from autograder import config
-    from autograder.gradebook import open_course as gradebook
-
     course_due = config.load(course_dir).due.get(assignment)
     given = read(course_dir).get((assignment, student))
     if given is not None:
         return StudentDue(student, assignment, course_due, given.length(course_due) or None)
-    with gradebook(course_dir) as gb:
+    with open_course(course_dir) as gb:
         try:
             length = gb.find_submission(assignment, student).extension
         except MissingEntry:
@@ -182,16 +181,13 @@ def every(course_dir: Path) -> list[StudentDue]:
     """Every student's extension: those the record gives and those only nbgrader holds, by assignment."""
     from nbgrader.api import SubmittedAssignment
 
-    from autograder import config
-    from autograder.gradebook import open_course as gradebook
-
     due = config.load(course_dir).due
     given = read(course_dir)
     out = {key: StudentDue(e.student, e.assignment, due.get(e.assignment), e.length(due.get(e.assignment)) or None)
            for key, e in given.items()}
-    with gradebook(course_dir) as gb:
+    with open_course(course_dir) as gb:
         for sub in gb.db.query(SubmittedAssignment).filter(SubmittedAssignment.extension.isnot(None)).all():
             key = (sub.assignment.name, sub.student.id)
             if key not in out and sub.extension:
                 out[key] = StudentDue(sub.student.id, sub.assignment.name, due.get(key[0]), sub.extension)
-    return [out[k] for k in sorted(out, key=lambda k: (config._assignment_order(k[0]), k[1]))]
+    return [out[k] for k in sorted(out, key=lambda k: (assignment_order(k[0]), k[1]))]

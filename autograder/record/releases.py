@@ -14,12 +14,15 @@ today's, saying why.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab import release as stamps
+from autograder.gradinglog import atomic_write
+from coursenb import cells
 
 DIR = "releases"
 INFO = "release.json"
@@ -136,8 +139,6 @@ def grading_source(course_dir: Path, assignment: str, notebook: str, nb: dict) -
         return None, None
     import nbformat
 
-    from coursenb import cells
-
     release = next(k for k in kept(course_dir, assignment, notebook) if k.version == found.version)
     today = Path(course_dir) / "source" / assignment / f"{notebook}.ipynb"
 
@@ -174,10 +175,6 @@ class GradedBy:
 def record_collected(course_dir: Path, placed: list[tuple[str, str, str, str]]) -> list[tuple[str, str]]:
     """Recognise the release of each placed (student, assignment, notebook, origin) and keep, for the grader, those of
     another release (COURSE/record/releases.json); returns collect's notes (origin, what was found)."""
-    import hashlib
-
-    from autograder.gradinglog import atomic_write
-
     course_dir = Path(course_dir)
     path = course_dir / "record" / GRADED_BY
     try:

@@ -21,6 +21,7 @@ import json
 import logging
 import secrets
 import threading
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,9 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from autograder import config
+from autograder.collect import Caps, MiB, capped, check_notebook, course_notebooks
 from autograder.errors import AutograderError
+from autograder.service import settings as settings_mod
 from autograder.service import views
 from autograder.service.grader import Grader
 from autograder.service.settings import Settings
@@ -63,8 +66,6 @@ class Service:
 
     def notebooks(self) -> dict[str, str]:
         """chapter -> its one notebook's name (the chapter names the file)."""
-        from autograder.collect import course_notebooks
-
         return {a: nbs[0] for a, nbs in course_notebooks(self.course_dir).items() if len(nbs) == 1}
 
 
@@ -151,8 +152,6 @@ class Refused(AutograderError):
 
 def check_notebook_bytes(data: bytes, caps) -> bytes:
     """`data` as collect would place it (the same caps: outputs over the cap dropped, long sources cut), or Refused."""
-    from autograder.collect import MiB, capped, check_notebook
-
     if len(data) > caps.member_bytes:
         raise Refused(413, f"the file is larger than {caps.member_bytes // MiB} MiB")
     if not data:
@@ -451,11 +450,6 @@ async def _too_large(send, cap: int) -> None:
 def create_app(course_dir: Path, workers: int = 2, scheduler: str | None = None, accept_only: bool = False,
                settings: Settings | None = None, caps=None):
     """The ASGI application for the course at `course_dir` (its grader starts with the application)."""
-    from contextlib import asynccontextmanager
-
-    from autograder.collect import Caps
-    from autograder.service import settings as settings_mod
-
     course_dir = Path(course_dir).resolve()
     store = Store(course_dir)
     grader = Grader(course_dir, store, workers, scheduler, accept_only)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import gradinglog
+from autograder.course import Course, CourseError
 from autograder.service.store import Attempt, Store, now
 
 MAX_TRIES = 3
@@ -95,8 +96,6 @@ class Grader:
 
     def round(self, batch: list[Attempt]) -> None:
         """Grade `batch` (attempts marked grading) through `Course.grade`; record each one's result."""
-        from autograder.course import Course, CourseError
-
         started = time.perf_counter()
         self.status.grading = [a.id for a in batch]
         for a in batch:  # the attempt's bytes are in submitted/ (again: a stop may have come between the copies)

@@ -2,8 +2,11 @@
 TLS reverse proxy in front of it is what students reach)."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
+
+from autograder.service.app import create_app
 
 
 def run(course_dir: Path, host: str = "127.0.0.1", port: int = 8000, workers: int = 2,
@@ -12,8 +15,6 @@ def run(course_dir: Path, host: str = "127.0.0.1", port: int = 8000, workers: in
     """Serve the course until interrupted. `ready(port)` is called once the socket listens (tests: port 0)."""
     import uvicorn
 
-    from autograder.service.app import create_app
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     app, svc = create_app(course_dir, workers, scheduler, accept_only)
     config = uvicorn.Config(app, host=host, port=port, access_log=False,  # a URL may carry nothing secret, but
@@ -21,8 +22,6 @@ def run(course_dir: Path, host: str = "127.0.0.1", port: int = 8000, workers: in
                             log_level="info", lifespan="on", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)
     if ready is not None or port == 0:
-        import asyncio
-
         async def main() -> None:
             task = asyncio.create_task(server.serve())
             while not server.started and not task.done():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from autograder.collect.layouts import is_student_id  # the one rule for a student id
 from autograder.errors import AutograderError
+from autograder.gradebook import open_course
 from autograder.service.store import Store, has_gradebook
 
 INSTRUCTOR = "instructor"
@@ -38,9 +39,7 @@ def roster(course_dir: Path) -> list[str]:
     if submitted.is_dir():
         found |= {p.name for p in submitted.iterdir() if p.is_dir()}
     if has_gradebook(course_dir):
-        from autograder.grades import gradebook
-
-        with gradebook(course_dir) as gb:
+        with open_course(course_dir) as gb:
             found |= {s.id for s in gb.students}
     return sorted(s for s in found if is_student_id(s))
 

@@ -3,7 +3,7 @@ instructor chose for the chapter and the moment (before the due date, after it, 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from autograder import config, late
 from autograder.service.settings import Settings
@@ -47,8 +47,6 @@ class Shown:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
