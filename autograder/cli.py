@@ -711,10 +711,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Course(args.course).lock(args.command):
             return args.fn(args)
     except AutograderError as exc:  # the one error family (autograder.errors)
+        first, _, details = str(exc).partition("\n")
         remedy = f"; to fix: {exc.remedy}" if exc.remedy and exc.remedy not in str(exc) else ""
-        print(f"autograder {args.command}: error: {printable(exc.message + remedy)}", file=sys.stderr)
-        if exc.details:
-            print(printable(exc.details, newlines=True), file=sys.stderr)
+        print(f"autograder {args.command}: error: {printable(first + remedy)}", file=sys.stderr)
+        if details.strip():
+            print(printable(details.rstrip(), newlines=True), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"autograder {args.command}: interrupted (grading resumes where it stopped)", file=sys.stderr)

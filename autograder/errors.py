@@ -24,13 +24,3 @@ class AutograderError(Exception):
         super().__init__(message)
         if remedy is not None:
             self.remedy = remedy
-
-    @property
-    def message(self) -> str:
-        """The first line of the message."""
-        return str(self).partition("\n")[0]
-
-    @property
-    def details(self) -> str:
-        """What follows the first line (a log's tail, a list), or ''."""
-        return str(self).partition("\n")[2].rstrip()

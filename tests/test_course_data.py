@@ -370,8 +370,13 @@ def test_autograder_alone_prints_the_help(capsys) -> None:
     from autograder import cli
 
     code, out, _ = run(capsys)
-    assert code == 2 and "usage: autograder" in out and "collect" in out and "similarity" in out
-    assert out == (cli.parser().format_help())
+    assert code == 2 and out.startswith("usage: autograder")
+    commands = sorted({command for command, _ in cli.parser().subcommands})
+    assert len(commands) >= 14, commands
+    # every command is in the help and in the module's synopsis (a new command documented in neither fails here)
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()}
+    assert [c for c in commands if c not in listed] == [], out
+    assert [c for c in commands if f"autograder {c}" not in cli.__doc__] == []
 
 
 def test_the_instructors_install_line_installs_the_kit() -> None:

@@ -35,8 +35,20 @@ def layers(L: int, H: int, K: int, I: int, J: int) -> list:
 # ---------------------------------------------------------------------------- pin
 
 def test_torch_is_the_pinned_version():
-    """The profiler uses private dispatch API: its op set is tested against torch 2.13.0 only."""
-    assert torch.__version__.split("+")[0] == "2.13.0"
+    """The profiler uses private dispatch API: its op set is tested against the one torch the project pins. The pin
+    has one value wherever it is written (the book's and the kit's pyproject.toml, scripts/venv.sh), and it is the
+    torch installed here."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pins = {str(p.relative_to(root)): [d for d in tomllib.loads(p.read_text())["project"]["dependencies"]
+                                       if d.startswith("torch")]
+            for p in (root / "pyproject.toml", root / "attnlab" / "pyproject.toml")}
+    pins["scripts/venv.sh"] = re.findall(r'"(torch==[^"]+)"', (root / "scripts" / "venv.sh").read_text())
+    assert len({tuple(v) for v in pins.values()}) == 1 and len(pins["pyproject.toml"]) == 1, pins
+    assert torch.__version__.split("+")[0] == pins["pyproject.toml"][0].removeprefix("torch==")
 
 
 def ops_seen(fn, *args) -> set[str]:
