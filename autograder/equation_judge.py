@@ -17,6 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -41,7 +42,9 @@ from attnlab.equations import (
     Typed,
     show,
 )
-from autograder.checks.base import EquationQuestion
+
+if TYPE_CHECKING:  # a type only: the checks import this module to judge their equation questions
+    from autograder.checks.base import EquationQuestion
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import nbformat
 
 from autograder.collect import read_bounded
 from autograder.pages import marked, render
+from autograder.record import releases
 from coursenb import cells
 from coursenb.chapters import assignment_order
 
@@ -122,8 +123,6 @@ def collect_work(course_dir: Path, assignment: str) -> list[Work]:
 
 def _own_release(course_dir: Path, assignment: str, notebook: str, nb: nbformat.NotebookNode):
     """The kept release notebook `nb` was made from (by its locked and test cells), or None."""
-    from autograder.record import releases
-
     try:
         version = releases.identify(course_dir, assignment, notebook, nb).version
         found = next((k for k in releases.kept(course_dir, assignment, notebook) if k.version == version), None)
@@ -140,8 +139,6 @@ def _fingerprint(code: str, boilerplate=None):
 
 def _release_code(course_dir: Path, assignment: str) -> str:
     """The code of every student notebook of `assignment` the course released: today's and every kept release's."""
-    from autograder.record import releases
-
     out = []
     for path in sorted((Path(course_dir) / "release" / assignment).glob("*.ipynb")):
         for p in [path] + [k.student for k in releases.kept(course_dir, assignment, path.stem) if k.student.is_file()]:

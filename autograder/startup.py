@@ -36,13 +36,14 @@ from contextlib import contextmanager
 LAYERS: list[tuple[set[str], str]] = [
     ({"errors", "startup", "tables", "kit", "stock", "courselock"}, "the error family, this module, plain helpers, "
                                                                     "the course's lock"),
-    ({"config"}, "the one reader of nbgrader_config.py"),
+    ({"config", "notebook_guard"}, "the one reader of nbgrader_config.py; the one guard of a notebook's bytes"),
     ({"gradebook", "late", "gradinglog"}, "the one module that opens nbgrader's gradebook; the late policy alone; "
                                           "the grading logs"),
     ({"collect", "checks", "equation_judge", "judge", "engine", "record"}, "placing uploads; the checks; grading "
                                                                           "them; the course's record"),
     ({"grades", "limits"}, "the read model (and the late penalties, which it derives); every limit"),
-    ({"pages", "export", "feedback", "report", "similarity", "manual", "handback"}, "the writers"),
+    ({"pages", "export", "feedback", "report", "similarity", "manual", "handback", "record.roster"},
+     "the writers (the roster reads and writes the LMS's CSV)"),
     ({"course", "example_class"}, "the `Course` facade (and the example class it grades)"),
     ({"cli", "__main__", "service"}, "the command line, the submission service"),
 ]

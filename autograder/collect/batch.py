@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from autograder import config
 from autograder.collect import layouts
 from autograder.collect.caps import capped, check_notebook, too_deep
 from autograder.collect.layouts import Context, Identity, Problem, claimed, compile_pattern, ignored, is_student_id
@@ -57,8 +58,6 @@ def collect(course_dir: Path, sources: Iterable[Path], caps: Caps = Caps(), patt
     """Place every submission of `sources` in course_dir/submitted; report what was not placed. `pattern`
     (else the course's c.FileNameCollectorPlugin.named_regexp) reads a layout of the instructor's own;
     `file_times` times a folder's files without timestamp.txt by their modification time."""
-    from autograder import config
-
     course_dir = Path(course_dir)
     cfg = config.load(course_dir) if (course_dir / config.CONFIG_NAME).is_file() else None
     tz = cfg.timezone if cfg else dt.UTC

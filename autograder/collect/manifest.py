@@ -16,6 +16,7 @@ from pathlib import Path
 
 from autograder.collect import layouts
 from autograder.collect.layouts import Identity
+from autograder.gradinglog import atomic_write
 
 MANIFEST = "collected.json"
 
@@ -110,8 +111,6 @@ class Manifest:
         """Add this collect's decisions: placed notebooks (collect's Placed, with their bytes' sha256) replace their
         record; uploads not placed ((origin, Problem, time)) are kept by origin (collecting the same source again
         replaces them); `identities` join the kept ones."""
-        from autograder.gradinglog import atomic_write
-
         records, old = cls.read(course_dir)
         now = utc_text(dt.datetime.now(dt.UTC))
         by_origin = {u.origin: u for u in old}

@@ -19,7 +19,10 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autograder import config, late
 from autograder.errors import AutograderError
+from autograder.gradinglog import atomic_write
+from autograder.record import extensions
 
 RULES = ("last", "last-on-time")
 DIR = "attempts"
@@ -69,8 +72,6 @@ def _read_index(where: Path) -> dict:
 
 
 def _write_index(where: Path, data: dict) -> None:
-    from autograder.gradinglog import atomic_write
-
     where.mkdir(parents=True, exist_ok=True)
     atomic_write(where / INDEX, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 
@@ -149,8 +150,6 @@ def rule(course_dir: Path) -> str:
 
 def set_rule(course_dir: Path, name: str) -> None:
     """State the course's rule (one of RULES)."""
-    from autograder.gradinglog import atomic_write
-
     if name not in RULES:
         raise AttemptError(f"the rule is one of {', '.join(RULES)}, not {name!r}")
     path = Path(course_dir) / "record" / "attempts.json"
@@ -175,9 +174,6 @@ def choose(attempts: list[Attempt], the_rule: str, on_time, pin_sha: str | None 
 
 def graded(course_dir: Path, student: str, assignment: str, notebook: str) -> Choice | None:
     """The attempt the course grades for one notebook (the pin, else its rule), or None when none is kept."""
-    from autograder import config, late
-    from autograder.record import extensions
-
     kept = every(course_dir, student, assignment, notebook)
     if not kept:
         return None

@@ -15,7 +15,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import export
 from autograder.errors import AutograderError
+from autograder.gradebook import open_course
+from autograder.gradinglog import atomic_write
 
 FILE = "roster.json"
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -61,10 +64,6 @@ def split_name(name: str) -> tuple[str, str]:
 
 def import_csv(course_dir: Path, csv_path: Path) -> Imported:
     """Read a Canvas gradebook CSV or nbgrader's student CSV into the roster and nbgrader's student table."""
-    from autograder import export
-    from autograder.grades import gradebook
-    from autograder.gradinglog import atomic_write
-
     try:
         header, rows, _ = export.read_csv(csv_path, expect="ID")
         if "ID" not in header:  # nbgrader's columns are lower case (and may be split on ; or tab)
@@ -87,7 +86,7 @@ def import_csv(course_dir: Path, csv_path: Path) -> Imported:
     if "id" in names:
         at = {h: k for k, h in enumerate(names)}
         done = Imported("nbgrader")
-        with gradebook(course_dir) as gb:
+        with open_course(course_dir) as gb:
             for row in rows:
                 get = lambda col, row=row: export.unquote(row[at[col]].strip()) if col in at and at[col] < len(row) else ""  # noqa: E731
                 student = get("id")
@@ -107,13 +106,11 @@ def sync(course_dir: Path) -> dict[str, str]:
     {student: Canvas user id} of those it holds."""
     from nbgrader.api import Student
 
-    from autograder.grades import gradebook
-
     held = people(course_dir)
     if not held:
         return {}
     out = {}
-    with gradebook(course_dir) as gb:
+    with open_course(course_dir) as gb:
         for s in gb.db.query(Student).filter(Student.lms_user_id.isnot(None)).all():
             row = held.get(str(s.lms_user_id))
             if row is None:

@@ -17,8 +17,11 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import gradinglog
+from autograder import config, gradinglog
 from autograder.course import Course, CourseError
+from autograder.engine.scheduler import Engine
+from autograder.service import settings as settings_mod
+from autograder.service import views
 from autograder.service.store import Attempt, Store, now
 
 MAX_TRIES = 3
@@ -136,8 +139,6 @@ class Grader:
         if not self.keep_warm:
             return {"scheduler": self.scheduler} if self.scheduler else {}
         if self.engine is None:  # a round that stopped part-way leaves it cold; the next warms it again
-            from autograder.engine.scheduler import Engine
-
             self.engine = Engine(self.course_dir, None, None, self.workers, self.scheduler, keep=True)
         return {"engine": self.engine}
 
@@ -158,11 +159,6 @@ def finalize(course_dir: Path, assignment: str | None = None, workers: int = 2) 
     with their times, and graded by `Course.grade` where that changes the file (an attempt graded before is graded
     again, with a fresh secret: the gradebook then holds what counts). Run it once the service is stopped, after
     the due date. Returns (student, assignment, attempt id) of each attempt that counts."""
-    from autograder import config
-    from autograder.course import Course
-    from autograder.service import settings as settings_mod
-    from autograder.service import views
-
     course_dir = Path(course_dir)
     chosen = settings_mod.load(course_dir)
     cfg = config.load(course_dir)

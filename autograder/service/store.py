@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import config
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
     digest TEXT PRIMARY KEY,            -- sha256 of the token; the token itself is never stored
@@ -76,8 +78,6 @@ def digest(secret: str) -> str:
 
 def has_gradebook(course_dir: Path) -> bool:
     """Whether the course's gradebook exists (opening a SQLite one that does not creates it, seconds of migrations)."""
-    from autograder import config
-
     url = config.load(course_dir).db_url
     path = url.removeprefix("sqlite:///")
     return path == url or Path(path).is_file()

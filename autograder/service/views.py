@@ -3,9 +3,11 @@ instructor chose for the chapter and the moment (before the due date, after it, 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import asdict, dataclass, field
 
 from autograder import config, late
+from autograder.record import extensions
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store, has_gradebook, now
 
@@ -56,10 +58,6 @@ _extensions: dict = {}
 
 def _every(store: Store) -> list:
     """Every student's extension (record.extensions.every), read at most every EXTENSIONS_TTL_S seconds."""
-    import time
-
-    from autograder.record import extensions
-
     at, found = _extensions.get(store.course_dir, (-EXTENSIONS_TTL_S, None))
     if found is None or time.monotonic() - at >= EXTENSIONS_TTL_S:
         cfg = config.load(store.course_dir)
@@ -75,8 +73,6 @@ def _every(store: Store) -> list:
 
 def own_due(store: Store, cfg: config.CourseConfig, student: str, assignment: str):  # -> extensions.StudentDue
     """The student's own due date (the course's plus their extension), from the course's record."""
-    from autograder.record import extensions
-
     mine = [d for d in _every(store) if d.student == student and d.assignment == assignment]
     return mine[0] if mine else extensions.StudentDue(student, assignment, cfg.due.get(assignment), None)
 
