@@ -563,7 +563,7 @@ def test_a_roster_names_every_student_as_the_lms_does(capsys, released, tmp_path
     """`roster import` of Canvas's gradebook CSV names each collected student in nbgrader's student table (they were
     empty) and those collected later too; the Canvas export then shows Canvas's name and SIS ids (it showed
     'kimalex'); nbgrader's own student CSV names students as `nbgrader db student import` does."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = fresh(released, tmp_path)
     nb = release_nb(course_dir)
