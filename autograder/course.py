@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -550,17 +551,14 @@ class Course:
         """Merge student `other` into `keep` (one person collected under two ids, e.g. from two LMSs): `other`'s LMS
         identities name `keep` at every later collect, its attempts become `keep`'s (the graded one placed by the pin
         or the rule), and `other` leaves submitted/, the gradebook and its pages; returns what moved."""
-        import shutil
-
         from autograder import collect
-        from autograder.grades import gradebook
         from autograder.record import attempts
 
         self.require()
         if keep == other or not all(collect.is_student_id(s) for s in (keep, other)):
             raise CourseError(f"roster alias takes two different student ids, not {keep!r} and {other!r}")
         known = collect.Manifest.identities(self.root)
-        with gradebook(self.root) as gb:
+        with gradebook.open_course(self.root) as gb:
             students = {s.id: s.lms_user_id for s in gb.students}
         mine = [i for i, s in known.items() if s == other]
         if other not in students and not mine and not (self.root / "submitted" / other).is_dir():
@@ -581,7 +579,7 @@ class Course:
                                  f"{choice.attempt.uploaded_at or 'untimed'} ({choice.why})")
         for folder in ("submitted", "autograded", "feedback", f"record/{attempts.DIR}"):
             shutil.rmtree(self.root / folder / other, ignore_errors=True)
-        with gradebook(self.root) as gb:
+        with gradebook.open_course(self.root) as gb:
             if other in students:
                 lms = students[other]
                 gb.remove_student(other)

@@ -602,7 +602,7 @@ def test_namesakes_stay_apart_and_an_alias_merges_one_person(capsys, released, t
     """Two Moodle 'Alex Kim' with different participant ids are two students (never merged on a display name);
     `roster alias` merges one person's two ids (a second Canvas account): its attempts become the kept id's, and a
     later upload of the merged id lands there (on main there was no alias: it stayed a student of its own)."""
-    from autograder.grades import gradebook
+    from autograder.gradebook import open_course as gradebook
 
     course_dir = fresh(released, tmp_path)
     nb = release_nb(course_dir)
