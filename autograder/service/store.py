@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import config
+from autograder.record import attempts as record
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
@@ -181,8 +182,6 @@ class Store:
     def accept(self, student: str, assignment: str, notebook: str, data: bytes, received: dt.datetime) -> Attempt:
         """Keep `data` as a new attempt, durably: its own copy, nbgrader's submitted/ copy with timestamp.txt, then the
         queue row, and the upload in the course's record of attempts. Returns it queued (`app.admit` checked the limits)."""
-        from autograder.record import attempts as record
-
         attempt_id = secrets.token_urlsafe(12)
         with self._lock:  # one upload at a time: its arrival order is its order in the course's record too
             seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts").fetchone()[0]

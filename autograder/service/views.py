@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from autograder import config, late
+from autograder.record import attempts as record
 from autograder.record import extensions
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store, has_gradebook, now
@@ -125,8 +126,6 @@ def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student
     """The graded upload that counts for the grade: the best (service.toml's `final = "best"`), else the one the
     course's record chooses (the instructor's pin, else the course's rule: `autograder attempts`); None when
     nothing graded counts yet (or what counts came from elsewhere, such as an LMS download)."""
-    from autograder.record import attempts as record
-
     done = [a for a in store.attempts(student, assignment) if a.state == "done" and a.result]
     if not done:
         return None
