@@ -77,7 +77,7 @@ def own_code(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode) -
     that are not the released cell's; of any other code cell (one they added, or a release cell they changed), the
     lines that are not the release's code. Test and locked cells are left out: the grader runs the release's."""
     by_id = {cells.grade_id(c): c for c in release.cells if cells.grade_id(c)}
-    release_lines = [line for c in release.cells if c.get("cell_type") == "code" for line in str(c.source).splitlines()]
+    release_lines = {line for c in release.cells if c.get("cell_type") == "code" for line in str(c.source).splitlines()}
     parts = []
     for k, cell in enumerate(submitted.cells):
         if cell.get("cell_type") != "code":
@@ -87,11 +87,14 @@ def own_code(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode) -
         if released is not None and not cells.is_solution(released):
             continue  # a test or locked cell: restored from the release before it runs
         theirs = str(cell.source).splitlines()
-        against = str(released.source).splitlines() if released is not None else release_lines
-        lines = []
-        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, against, theirs, autojunk=False).get_opcodes():
-            if tag in ("insert", "replace"):
-                lines.extend(theirs[j1:j2])
+        if released is None:  # linear: a diff against the whole release costs its repeated lines times theirs
+            lines = [line for line in theirs if line not in release_lines]
+        else:  # against the released cell (a stub of a few lines): a diff, cheap
+            lines = []
+            for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, str(released.source).splitlines(), theirs,
+                                                             autojunk=False).get_opcodes():
+                if tag in ("insert", "replace"):
+                    lines.extend(theirs[j1:j2])
         if any(line.strip() for line in lines):
             parts.append(f"# ---- {gid if released is not None else f'cell {k + 1}'}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n" if parts else ""

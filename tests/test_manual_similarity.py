@@ -215,6 +215,26 @@ def test_own_code_leaves_out_the_release(collected) -> None:
     assert "_check_inputs" in works["hedy"].code and "validate" in works["tim"].code
 
 
+def test_own_code_of_a_pathological_notebook_costs_about_its_size(tmp_path) -> None:
+    """tests/adversarial/similarity.blank_cells: four added cells of 256 K empty lines each; own_code keeps only their
+    code, within 20 s of CPU (on main, a diff of each against the whole release took minutes: one student stalled
+    the class's report)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (20, 20))\n"
+        "from autograder import course, similarity\n"
+        "from coursenb import cells\n"
+        "from coursenb.chapters import select\n"
+        "from tests.adversarial.similarity import blank_cells\n"
+        "release = cells.release(course.source_notebook(select(['ch1'])[0]))\n"
+        "print(similarity.own_code(blank_cells(release), release).count(' = '))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "4", (done.returncode, done.stderr[-500:])
+
+
 PASTED = '''def attend(M, WQ, WK, WV):
     queries = torch.einsum("hkj,tj->htk", WQ, M)
     keys = torch.einsum("hkj,tj->htk", WK, M)
