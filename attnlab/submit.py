@@ -114,7 +114,7 @@ def submit(notebook: Path, server: str | None = None, chapter: str | None = None
     upload_id = str(answer.get("id", ""))
     print(f"received: upload {upload_id} of {chapter}; grading...", flush=True)
     deadline = time.monotonic() + wait
-    url = f"{server}/api/result/{urllib.parse.quote(upload_id)}"
+    url = f"{server}/api/result/{urllib.parse.quote(upload_id)}?wait=25"  # the server answers once it is graded
     while True:
         status, answer, _ = _request("GET", url, token)
         if status != 200:

@@ -204,6 +204,8 @@ def test_a_student_sees_only_their_own_results(client: Client) -> None:
     assert client.http.get("/status").status_code == 404 and client.http.get("/api/status", headers=bob).status_code == 404
     ada = {"Authorization": f"Bearer {client.tokens['ada']}"}
     assert client.http.get(f"/api/result/{ada_id}", headers=ada).json()["state"] == "queued"
+    for wait in ("0.2", "nan", "-1", "x"):  # a long poll that times out (or no wait at all) answers the state
+        assert client.http.get(f"/api/result/{ada_id}?wait={wait}", headers=ada).json()["state"] == "queued"
     inst = {"Authorization": f"Bearer {client.instructor}"}
     assert client.http.get("/api/status", headers=inst).json()["queued"] == 1
     page = client.http.get("/status", headers=inst).text  # the instructor's page: the queue, the grader, errors
