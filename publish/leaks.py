@@ -492,12 +492,12 @@ def _value_function(check: object) -> Callable[..., object] | None:
 
 def _answer_names(checks: dict) -> dict[str, set[str]]:
     """Chapter -> the names of its value answers (symbolic, equation, functions returning numbers, behaviours)."""
-    from autograder.checks.base import ChapterId
+    from autograder.checks.base import ChapterId, short_name
 
     names: dict[str, set[str]] = {}
     for name, check in checks.items():
         if check.shows_a_value:
-            names.setdefault(ChapterId.of(name), set()).add(name.split(".", 1)[1])
+            names.setdefault(ChapterId.of(name), set()).add(short_name(name))
     return names
 
 
@@ -775,14 +775,14 @@ def order_statements(docs: list[Doc], checks: dict) -> list[str]:
     import sympy
 
     from attnlab.symbolic import parse_answer
-    from autograder.checks.base import ChapterId
+    from autograder.checks.base import ChapterId, short_name
 
     hits = []
     for qualified, check in checks.items():
         reference = check.symbolic_reference
         if reference is None or "=" in reference:
             continue
-        chapter, name = ChapterId.of(qualified), qualified.split(".", 1)[1]
+        chapter, name = ChapterId.of(qualified), short_name(qualified)
         variables = tuple(check.variables)
         parts = answer_parts(reference, variables)
         for where, text in following_prose(docs, name, chapter).items():
