@@ -232,15 +232,18 @@ class CsvError(AutograderError, ValueError):
 
 
 def write_csv(path: Path | str, header: list[str], rows: list[list]) -> int:
-    """The one CSV writer of autograder: every field quoted and `neutral`, UTF-8, to `path` ('-': standard output);
-    returns the rows written (header not counted)."""
-    def write(f) -> None:
+    """The one CSV writer of autograder: every field quoted and `neutral`, UTF-8, to `path` ('-': standard output,
+    where a terminal gets every control character escaped as `tables.printable` shows it); returns the rows written
+    (header not counted)."""
+    def write(f, shown=lambda text: text) -> None:
         writer = csv.writer(f, quoting=csv.QUOTE_ALL)
-        writer.writerow([neutral(h) for h in header])
-        writer.writerows([[neutral(x) for x in row] for row in rows])
+        writer.writerow([shown(neutral(h)) for h in header])
+        writer.writerows([[shown(neutral(x)) for x in row] for row in rows])
 
     if str(path) == "-":
-        write(sys.stdout)
+        from autograder.tables import printable
+
+        write(sys.stdout, (lambda text: printable(text, newlines=True)) if sys.stdout.isatty() else (lambda text: text))
         sys.stdout.flush()
         return len(rows)
     path = Path(path)

@@ -631,6 +631,34 @@ def test_csv_cells_never_start_a_formula(tmp_path) -> None:
     assert export.unquote(export.neutral(huge)) == huge
 
 
+def test_a_csv_on_a_terminal_is_inert_and_exact_in_a_pipe(monkeypatch) -> None:
+    """`autograder export -o -` writes the CSV to standard output: on a terminal, a name or answer with escape codes,
+    a carriage return or a bidirectional override (tests/adversarial/outputs.TERMINAL; Canvas display names come
+    from the roster) is shown escaped (on main it reached the terminal raw); into a pipe, it is written exactly."""
+    import io
+
+    from autograder import export
+    from tests.adversarial.outputs import CONTROL, TERMINAL
+
+    class Out(io.StringIO):
+        def __init__(self, tty: bool) -> None:
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    for tty in (True, False):
+        out = Out(tty)
+        monkeypatch.setattr(sys, "stdout", out)
+        export.write_csv("-", ["Student", "ID"], [[name, "1001"] for name in TERMINAL])
+        names = [row[0] for row in csv.reader(io.StringIO(out.getvalue()))][1:]
+        if tty:
+            assert not any(CONTROL.search(n) for n in names) and "\\x1b[2J" in names[0], names
+        else:
+            assert [export.unquote(n) for n in names] == list(TERMINAL)
+
+
 def test_feedback_has_scores_and_reasons_but_no_hidden_tests(capsys, graded) -> None:
     code, out, _ = run(capsys, "feedback", "--course", graded)
     assert code == 0 and "wrote 4 feedback page(s)" in out

@@ -30,6 +30,12 @@ SPREADSHEET = (
 
 FORMULA = ("=", "+", "-", "@")
 
+# Names and answers that take over a terminal printed raw: clear the screen, an OSC 8 link, a carriage return that
+# overwrites the line, a right-to-left override that reverses what follows (a display name Canvas lets one choose).
+TERMINAL = ("Ada\x1b[2J\x1b[H", "\x1b]8;;http://evil/\x1b\\click\x1b]8;;\x1b\\", "mallory\rada     ", "Lovelace, \u202eadA")
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what a terminal must not get raw
+
+
 
 def formula_cells(text: str) -> list[str]:
     """The pieces of CSV `text` that start a formula (after blanks and quotes) when read with `,`, `;` or tab as the
