@@ -16,11 +16,13 @@ logged (uvicorn's access log is off; this module logs attempt ids, students and 
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
 import secrets
 import threading
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -363,9 +365,6 @@ async def api_submit(request: Request) -> Response:
 async def api_result(request: Request) -> Response:
     """The result; with ?wait=S (at most LONG_POLL_S), answered once the upload is graded or S seconds passed, so
     a client waiting for its result asks once instead of polling."""
-    import asyncio
-    import time
-
     svc = _svc(request)
     a = _own_attempt(svc, bearer(svc, request), request.path_params["id"])
     if a is None:
