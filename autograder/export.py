@@ -40,6 +40,7 @@ from pathlib import Path
 
 from autograder.errors import AutograderError
 from autograder.grades import Class
+from autograder.tables import printable
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Where a spreadsheet can start a cell (a field's start, or after a separator it may split on), then blanks and
@@ -241,8 +242,6 @@ def write_csv(path: Path | str, header: list[str], rows: list[list]) -> int:
         writer.writerows([[shown(neutral(x)) for x in row] for row in rows])
 
     if str(path) == "-":
-        from autograder.tables import printable
-
         write(sys.stdout, (lambda text: printable(text, newlines=True)) if sys.stdout.isatty() else (lambda text: text))
         sys.stdout.flush()
         return len(rows)
