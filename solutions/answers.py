@@ -58,6 +58,13 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "ch6.ATTENTION_PATH": (),
     "ch7.BLOCK_TIME": (),
     "ch7.BLOCK_WORK": (),
+    "ch8.NOCACHE_WORK": (),
+    "ch8.NOCACHE_TIME": (),
+    "ch8.CACHE_WORK": (),
+    "ch8.CACHE_TIME": (),
+    "ch8.CACHE_MEMORY": (),
+    "ch8.GROUPED_MEMORY": ("Hkv <= H",),
+    "ch8.TILED_MEMORY": (),
 }
 
 

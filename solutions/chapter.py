@@ -75,11 +75,11 @@ def _bound_names(node: ast.Import | ast.ImportFrom) -> set[str]:
 def extract(nb: NotebookNode, where: str = "<chapter>", known: Iterable[str] = (),
             helpers: Iterable[str] = ()) -> list[tuple[str, str]]:
     """[("imports", the chapter's imports that the solution cells use), (grade_id, cell source), ...] in the order
-    they run: the solution cells and the locked cells named in `helpers` (grade_ids). A name the cells use that
-    neither they, the imports, `known` nor the builtins define is an error."""
+    they run: the solution cells, the locked cells they call (`given_cells`) and the locked cells named in `helpers`
+    (grade_ids). A name the cells use that neither they, the imports, `known` nor the builtins define is an error."""
     from coursenb import cells
 
-    helpers = set(helpers)
+    helpers = set(helpers) | set(given_cells(nb))
     chosen = [c for c in nb.cells if c.get("cell_type") == "code" and (cells.is_solution(c) or cells.grade_id(c) in helpers)]
     if missing := helpers - {cells.grade_id(c) for c in chosen}:
         raise ChapterSolutionError(f"{where}: no code cell {', '.join(sorted(missing))}")
@@ -116,9 +116,26 @@ def run(code: list[tuple[str, str]], namespace: dict[str, Any], where: str = "<c
 
 
 def execute(nb: NotebookNode, namespace: dict[str, Any] | None = None, *, where: str = "<chapter>") -> dict[str, Any]:
-    """Run `nb`'s solution cells (after the chapter's imports they use) in `namespace` (a fresh one by default)."""
+    """Run `nb`'s solution cells (after the chapter's imports they use, and the locked cells they call) in
+    `namespace` (a fresh one by default)."""
     namespace = {"__name__": "__chapter__"} if namespace is None else namespace
     return run(extract(nb, where, namespace), namespace, where)
+
+
+def given_cells(nb: NotebookNode) -> list[str]:
+    """The grade_ids of the locked, ungraded code cells that define a name the solution cells use (Chapter 8's
+    `given_block`: the code the student is given and calls)."""
+    from coursenb import cells
+
+    used = {n.id for c in solution_cells(nb) for n in ast.walk(ast.parse(c.source))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    given = []
+    for c in nb.cells:
+        if c.get("cell_type") == "code" and cells.is_locked(c) and not cells.is_graded(c) and cells.grade_id(c):
+            defined = {n.name for n in ast.parse(c.source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            if defined & used:
+                given.append(cells.grade_id(c))
+    return given
 
 
 @functools.cache

@@ -63,7 +63,9 @@ def test_every_symbolic_answer_is_found_in_every_form_the_judge_accepts(name: st
         hits = [h for h in _judged(doc) if f"correct answer to {name} " in h]
         assert hits, f"{name}: {doc.text!r} not found"
         assert all(h.startswith(doc.where) for h in hits)
-    control = Doc("page.html", "nothing to see: " + " ".join(re.findall(r"[A-Z]", reference)), "prose")
+    # a list of the sizes, as the problems name them ("in L, T and J"): not a product (for a product answer, "L T J"
+    # written as juxtaposition is the answer itself)
+    control = Doc("page.html", "nothing to see: " + ", ".join(re.findall(r"[A-Z]", reference)), "prose")
     assert not _judged(control), "a list of sizes is not an answer"
 
 

@@ -399,6 +399,14 @@ COURSE_ACCEPT: dict[str, list[str]] = {
                        "log(T) + log(J) + log(log(J))", "log2(T) + log2(4J)"],
     "ch7.BLOCK_WORK": ["T^2 J + T J^2", "T*J*(T + J)", "4 T^2 J + 24 T J^2", "O(TJ(T+J))",
                        "T^2*J + T*J^2 + T*J + T^2", "T J (T + J) + T log(T)"],
+    "ch8.NOCACHE_WORK": ["L*(T^3*J + T^2*J^2)", "L T^2 J (T + J)", "4 L T^3 J + 24 L T^2 J^2", "O(L T^2 J (T+J))",
+                         "L*(T^3 J + T^2 J^2 + T J)"],
+    "ch8.NOCACHE_TIME": ["L*T*(log(T) + log(J))", "L T log(T J)", "O(L T log(TJ))", "L*T*log(T) + L*T*log(J) + L*T"],
+    "ch8.CACHE_WORK": ["L*(T^2*J + T*J^2)", "L T J (T + J)", "2 L T^2 J + 24 L T J^2", "O(LTJ(T+J))"],
+    "ch8.CACHE_TIME": ["L*T*(log(T) + log(J))", "L T log(T J)", "L*T*(log2(T) + log2(J)) + T"],
+    "ch8.CACHE_MEMORY": ["L*T*J", "2 L T J", "O(LTJ)", "2*L*T*J + L*J"],
+    "ch8.GROUPED_MEMORY": ["L*T*Hkv*K", "2 L T Hkv K", "O(L T Hkv K)", "L*T*K*Hkv + L*K"],
+    "ch8.TILED_MEMORY": ["H*T*(Ttile + K)", "H T Ttile + H T K", "O(HT(Ttile+K))", "2*H*T*Ttile + H*T*K + H*T"],
 }
 
 COURSE_REJECT: dict[str, list[str]] = {
@@ -481,6 +489,15 @@ COURSE_REJECT: dict[str, list[str]] = {
                        "log(T J)^2", "T", "sqrt(J) + log(T)"],
     "ch7.BLOCK_WORK": ["T^2*J", "T*J^2", "T^2 J^2", "T^2 + J^2", "T J", "T J (T + J) log(T)", "T^2 J + J^2",
                        "T^3 J", "T (T + J)", "T J^3"],
+    "ch8.NOCACHE_WORK": ["L*(T^2*J + T*J^2)", "L*T^3*J", "L T^2 J^2", "T^3 J + T^2 J^2", "L T^4 J", "L*T*J^2",
+                         "L^2 (T^3 J + T^2 J^2)"],
+    "ch8.NOCACHE_TIME": ["L*(log(T) + log(J))", "L*T^2", "T*(log(T) + log(J))", "L*T*log(T)", "L*T*log(J)", "L*T*J",
+                         "L*log(T)"],
+    "ch8.CACHE_WORK": ["L*(T^3*J + T^2*J^2)", "L*T*J^2", "L*T^2*J", "L*T*J", "T^2 J + T J^2", "L T J (T + J) log(T)"],
+    "ch8.CACHE_TIME": ["L*(log(T) + log(J))", "L*T", "T*(log(T) + log(J))", "L*T^2", "L*log(T)*T*J"],
+    "ch8.CACHE_MEMORY": ["L*T^2*J", "T*J", "L T^2 J^2", "L*J", "L*T", "L*T*log(T)"],
+    "ch8.GROUPED_MEMORY": ["L*T*H*K", "L*T*K", "T*Hkv*K", "L*Hkv*K", "L*T^2*Hkv*K", "L T H Hkv K"],
+    "ch8.TILED_MEMORY": ["H*T^2", "H*T*Ttile", "H*T*K", "T*(Ttile + K)", "H*T^2*K", "H*Ttile*K"],
 }
 
 

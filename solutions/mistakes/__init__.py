@@ -104,6 +104,11 @@ def wrong_for(assignment: str) -> list[Mistake]:
     return importlib.import_module(f"solutions.mistakes.{assignment}").WRONG
 
 
+def wrong_answers(assignment: str, name: str) -> list[str]:
+    """The wrong values of symbolic answer `name` in chapter `assignment`'s mistakes (its `Assign`s)."""
+    return [w.value for w in wrong_for(assignment) if isinstance(w, Assign) and w.name == name]
+
+
 def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
     found = [c for c in nb.cells if cells.grade_id(c) == grade_id]
     if len(found) != 1:
