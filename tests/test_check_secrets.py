@@ -25,6 +25,9 @@ from autograder.judge import judge, make_trials, reference_outcomes
 FIXED_BY_THE_CHAPTER = {"ch4.blank_lm"}
 WITH_TRIALS = [n for n, c in CHECKS.items() if not c.whole_answer]
 SIZED = [n for n in WITH_TRIALS if n not in FIXED_BY_THE_CHAPTER]
+# Checks that hold a count the student's process measured (Chapter 8's work per cached position and largest tensor)
+# to a bound, not to the reference's value: a count made wrong is one far past any bound.
+COUNTED = {"ch8.block_step_work", "ch8.tiled_attention_memory"}
 
 
 def _wrong(value: object) -> object:
@@ -73,7 +76,8 @@ def test_a_wrong_answer_on_secret_trials_hears_nothing_of_them(name: str) -> Non
     # unless a public trial shows the same number anyway
     hidden = set().union(*(_ints(tuple(trials[i])) | _ints(right[i].value) for i in secret)) - _public_ints(trials)
     hidden = {n for n in hidden if n > 1}
-    for label, bad in (("wrong value", lambda i: Outcome(value=_wrong(right[i].value))),
+    wrong = (lambda v: v * 10**6) if name in COUNTED else _wrong
+    for label, bad in (("wrong value", lambda i: Outcome(value=wrong(right[i].value))),
                        ("error quoting its sizes",
                         lambda i: Outcome(error=f"RuntimeError: sizes {sorted(_ints(tuple(trials[i])))} (line 3)"))):
         outcomes = [bad(i) if i in secret else right[i] for i in range(len(trials))]

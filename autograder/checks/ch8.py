@@ -17,20 +17,19 @@ from collections.abc import Sequence
 
 import torch
 
-from autograder.checks.base import BehaviourCheck, Draw, EquationCheck, EquationQuestion, FunctionCheck, grid, small_ints
+from autograder.checks.base import BehaviourCheck, Draw, EquationCheck, EquationQuestion, FunctionCheck, Secret, Sizes, between, grid, where
 from solutions import ch8
-
-
-def _draw(gen: torch.Generator, low: int, high: int) -> int:
-    """An integer drawn uniformly from low..high from the secret seed."""
-    return small_ints(gen, 1, low, high + 1)[0]
-
 
 # ---------------------------------------------------------------- one step on a cache
 
+# (T, H, K, I): one position, one head, K != I; the visible test's sequence is T = 5, H = 2, K = 3, I = 4
+STEP = Sizes([(1, 1, 2, 3), (4, 2, 3, 2), (6, 3, 2, 2)],
+             lambda g: (between(g, 8, 24), between(g, 1, 4), between(g, 2, 6), between(g, 2, 6)))
+
+
 def block_step_trials(gen: torch.Generator) -> list[tuple]:
-    """(m[J], Key[H,t,K], Value[H,t,I], params, H, K) for every position t of random sequences, in order, the cache
-    made by the reference: lengths (up to 24, beyond the visible test's 5), heads and widths drawn (K != I in some)."""
+    """(m[J], Key[H,t,K], Value[H,t,I], params, H, K) for every position t of a random sequence, in order, the cache
+    made by the reference: one sequence per size, public and drawn (lengths up to 24)."""
     def build(r: Draw, T: int, H: int, K: int, I: int) -> list[tuple]:
         J = H * I
         params = {n: w.to(dtype=r.dtype, device=r.device)
@@ -43,8 +42,7 @@ def block_step_trials(gen: torch.Generator) -> list[tuple]:
             _, Key, Value = ch8.block_step(M[t], Key, Value, params, H, K)
         return trials
 
-    return grid(gen, [(_draw(gen, 2, 24), _draw(gen, 1, 4), _draw(gen, 1, 6), _draw(gen, 1, 6)) for _ in range(3)],
-                build)
+    return grid(gen, STEP, build)
 
 
 STEP_WORK_PER_POSITION = 16  # the work a step may add per cached position, in units of J (the reference's: about 4)
@@ -57,41 +55,41 @@ def step_work_reference(J: int, H: int, t: int) -> int:
 
 
 def step_work_trials(gen: torch.Generator) -> list[tuple]:
-    """(J, H, t) in pairs, t and 2t: J and t drawn large enough that a step's J^2 and t J terms are far apart."""
-    trials = []
-    for _ in range(2):
-        H = _draw(gen, 1, 4)
-        J, t = H * 16 * _draw(gen, 1, 4), _draw(gen, 64, 256)
-        trials += [(J, H, t), (J, H, 2 * t)]
-    return trials
+    """(J, H, t) in pairs, t and 2t, J and t large enough that a step's J^2 and t J terms are far apart: one public
+    pair, then pairs drawn from the secret seed (the judge reads them in pairs)."""
+    H = between(gen, 1, 4)
+    J, t = H * 16 * between(gen, 2, 4), between(gen, 100, 256)
+    return [(32, 2, 64), (32, 2, 128), Secret((J, H, t)), Secret((J, H, 2 * t))]
 
 
 def verify_step_work(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
     """None if every pair's extra work per added cached position is within STEP_WORK_PER_POSITION * J."""
-    for (J, _, t), (_, _, t2), shorter, longer in zip(trials[::2], trials[1::2], values[::2], values[1::2]):
+    for k in range(0, len(trials) - 1, 2):
+        (J, _, t), (_, _, t2), shorter, longer = trials[k], trials[k + 1], values[k], values[k + 1]
         if not all(type(v) is int and v >= 0 for v in (shorter, longer)):
-            return "the work of block_step could not be counted on meta tensors (an error, or not a count)"
+            return f"the work of block_step could not be counted on meta tensors {where(trials, k + 1)}"
         per_position = (longer - shorter) / ((t2 - t) * J)
         if not (math.isfinite(per_position) and per_position <= STEP_WORK_PER_POSITION):
             return ("the work of one step grows too fast with the number of cached positions (counted by the "
-                    "profiler): the step recomputes what the cache already holds")
+                    f"profiler {where(trials, k + 1)}): the step recomputes what the cache already holds")
     return None
 
 
 # ---------------------------------------------------------------- grouped-query attention
 
-def grouped_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """Query[H,T,K], Key[Hkv,T,K], Value[Hkv,T,I]: Hkv = 1, Hkv = H and groups between, T up to 40, with and without
-    the mask."""
-    groupings = [(1, _draw(gen, 2, 4)), (_draw(gen, 2, 3), 1), (_draw(gen, 2, 3), _draw(gen, 2, 3)),
-                 (_draw(gen, 2, 4), _draw(gen, 2, 4))]
-    sizes = [(Hkv, group, _draw(gen, 1, 40), _draw(gen, 1, 8), _draw(gen, 1, 8)) for Hkv, group in groupings]
+# (Hkv, group, T, K, I): multi-query (Hkv = 1), one head per group (Hkv = H), groups between; the visible test's
+# is Hkv = 2, group 3, T = 5
+GROUPED = Sizes([(1, 3, 4, 2, 3), (3, 1, 5, 3, 2), (2, 2, 1, 4, 2)],
+                lambda g: (between(g, 1, 4), between(g, 2, 4), between(g, 9, 40), between(g, 2, 8), between(g, 2, 8)))
 
+
+def grouped_attention_trials(gen: torch.Generator) -> list[tuple]:
+    """Query[H,T,K], Key[Hkv,T,K], Value[Hkv,T,I] with H = Hkv * group, with and without the mask."""
     def build(r: Draw, Hkv: int, group: int, T: int, K: int, I: int) -> list[tuple]:
         Query, Key, Value = r.randn(Hkv * group, T, K), r.randn(Hkv, T, K), r.randn(Hkv, T, I)
         return [(Query, Key, Value, causal) for causal in (False, True)]
 
-    return grid(gen, sizes, build)
+    return grid(gen, GROUPED, build)
 
 
 # ---------------------------------------------------------------- the online softmax
@@ -106,20 +104,20 @@ ONLINE_SOFTMAX = EquationQuestion(
 
 # ---------------------------------------------------------------- tiled attention
 
+# (scale, H, T, K, I, tile): tiles of 1, dividing T, not dividing it, longer than T; scores near 1e4 (the visible
+# test's T is 7)
+TILED = Sizes([(1.0, 1, 4, 2, 3, 1), (1.0, 2, 6, 3, 2, 4), (1.0, 1, 5, 2, 2, 8), (3e3, 2, 6, 2, 3, 2)],
+              lambda g: (1.0, between(g, 1, 3), between(g, 12, 64), between(g, 2, 8), between(g, 2, 8),
+                         between(g, 2, 11)))
+
+
 def tiled_attention_trials(gen: torch.Generator) -> list[tuple]:
-    """Query, Key[H,T,K], Value[H,T,I], tile, causal: T drawn up to 64 (the visible test's is 7), tiles of 1, between
-    and longer than T; scores near 1e4 in one size."""
-    sizes = []
-    for scale in (1.0, 1.0, 3e3):
-        T = _draw(gen, 8, 64)
-        sizes.append((scale, _draw(gen, 1, 3), T, _draw(gen, 1, 8), _draw(gen, 1, 8),
-                      (1, _draw(gen, 2, T - 1), T + _draw(gen, 0, 5))))
-
-    def build(r: Draw, scale: float, H: int, T: int, K: int, I: int, tiles: tuple[int, ...]) -> list[tuple]:
+    """Query, Key[H,T,K], Value[H,T,I], tile, with and without the mask."""
+    def build(r: Draw, scale: float, H: int, T: int, K: int, I: int, tile: int) -> list[tuple]:
         Query, Key, Value = r.randn(H, T, K, scale=scale), r.randn(H, T, K), r.randn(H, T, I)
-        return [(Query, Key, Value, tile, causal) for tile in tiles for causal in (False, True)]
+        return [(Query, Key, Value, tile, causal) for causal in (False, True)]
 
-    return grid(gen, sizes, build)
+    return grid(gen, TILED, build)
 
 
 TILED_MEMORY_FACTOR = 4  # the largest tensor may hold this many times H T (Ttile + K) entries (the reference: 1)
@@ -131,19 +129,21 @@ def tiled_memory_reference(H: int, T: int, K: int, tile: int) -> int:
 
 
 def tiled_memory_trials(gen: torch.Generator) -> list[tuple]:
-    """(H, T, K, tile) with T at least 16 times the tile and K: a T x T score tensor is far over the bound."""
-    return [(_draw(gen, 1, 4), 64 * _draw(gen, 8, 24), _draw(gen, 4, 32), _draw(gen, 8, 32)) for _ in range(2)]
+    """(H, T, K, tile) with T at least 16 times the tile and K (a tensor of every score is far over the bound): one
+    public size, then two drawn."""
+    return [(2, 512, 8, 16), *(Secret((between(gen, 1, 4), 64 * between(gen, 9, 24), between(gen, 4, 32),
+                                       between(gen, 8, 32))) for _ in range(2))]
 
 
 def verify_tiled_memory(trials: Sequence[tuple], values: Sequence[object]) -> str | None:
     """None if every trial's largest tensor is within TILED_MEMORY_FACTOR * H T (tile + K) entries."""
-    for (H, T, K, tile), largest in zip(trials, values):
+    for k, ((H, T, K, tile), largest) in enumerate(zip(trials, values)):
         if type(largest) is not int or largest < 0:
-            return "the largest tensor of tiled_attention could not be measured on meta tensors (an error, or not a count)"
+            return f"the largest tensor of tiled_attention could not be measured on meta tensors {where(trials, k)}"
         ratio = largest / (H * T * (tile + K))
         if not (math.isfinite(ratio) and ratio <= TILED_MEMORY_FACTOR):
             return ("tiled_attention allocates a tensor far larger than one tile's scores and the running sums "
-                    "need: does it store every score at once?")
+                    f"need {where(trials, k)}: does it store every score at once?")
     return None
 
 
