@@ -380,3 +380,30 @@ def test_a_student_sees_their_own_due_date_and_points_wait_for_the_last_extensio
     after_ada = dt.datetime(2030, 2, 1, 12, tzinfo=dt.UTC)  # after ada's due date, before bob's
     assert views.shown(client.svc.store, chosen, cfg, a, after_ada).tier == "cells"
     assert views.shown(client.svc.store, chosen, cfg, a, after_ada + dt.timedelta(days=2)).tier == "points"
+
+
+def test_a_round_waits_while_another_command_holds_the_course_s_lock(client: Client, monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    import autograder.course as course_mod
+    from autograder.service import grader as grader_mod
+
+    monkeypatch.setattr(grader_mod, "BUSY_WAIT_S", 0.0)
+    calls = []
+    monkeypatch.setattr(course_mod.Course, "grade", lambda self, *a, **k: calls.append(a) or course_mod.Graded(None))
+    aid = client.api("ada", _notebook()).json()["id"]
+    store, grader = client.svc.store, grader_mod.Grader(client.course, client.svc.store)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom autograder import courselock\n"
+                               f"with courselock.hold({str(client.course)!r}, 'grade'):\n"
+                               "    print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # `autograder grade` is writing the course
+        grader.round([store.next_queued()])
+        a = store.attempt(aid)
+        assert (a.state, a.tries, calls) == ("queued", 0, []) and "waiting for the course's lock" in grader.status.errors[0][1]
+    finally:
+        holder.communicate("", timeout=60)
+    grader.round([store.next_queued()])  # the lock is free: graded (here: the stub), one try
+    assert calls == [("ch1", ["ada"])] and store.attempt(aid).tries == 1

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import config, gradinglog
+from autograder import config, courselock, gradinglog
 from autograder.course import Course, CourseError
 from autograder.engine.scheduler import Engine
 from autograder.service import settings as settings_mod
@@ -25,6 +25,7 @@ from autograder.service import views
 from autograder.service.store import Attempt, Store, now
 
 MAX_TRIES = 3
+BUSY_WAIT_S = 5.0  # how long a round waits before it tries the course's lock again
 FAILED = ("the grader could not grade this upload (it was tried {tries} times); your file is kept and the "
           "instructor can see this error; you may upload again")
 
@@ -98,7 +99,21 @@ class Grader:
                 self.stopping.wait(2.0)
 
     def round(self, batch: list[Attempt]) -> None:
-        """Grade `batch` (attempts marked grading) through `Course.grade`; record each one's result."""
+        """Grade `batch` (attempts marked grading) through `Course.grade`, holding the course's lock as every writing
+        command does; record each one's result. While another command holds the lock the batch waits, queued again
+        with no try counted."""
+        try:
+            with courselock.hold(self.course_dir, "serve"):
+                self._round(batch)
+        except courselock.CourseBusy as exc:
+            self.status.error(f"waiting for the course's lock: {exc}")
+            with self.store.tx() as db:
+                db.executemany("UPDATE attempts SET state = 'queued', tries = tries - 1 WHERE id = ? AND state = 'grading'",
+                               [(a.id,) for a in batch])
+            self.status.grading = []
+            self.stopping.wait(BUSY_WAIT_S)
+
+    def _round(self, batch: list[Attempt]) -> None:
         started = time.perf_counter()
         self.status.grading = [a.id for a in batch]
         for a in batch:  # the attempt's bytes are in submitted/ (again: a stop may have come between the copies)
@@ -159,6 +174,11 @@ def finalize(course_dir: Path, assignment: str | None = None, workers: int = 2) 
     with their times, and graded by `Course.grade` where that changes the file (an attempt graded before is graded
     again, with a fresh secret: the gradebook then holds what counts). Run it once the service is stopped, after
     the due date. Returns (student, assignment, attempt id) of each attempt that counts."""
+    with courselock.hold(Path(course_dir), "serve --finalize"):  # as every writing command: one at a time
+        return _finalize(Path(course_dir), assignment, workers)
+
+
+def _finalize(course_dir: Path, assignment: str | None, workers: int) -> list[tuple[str, str, str]]:
     course_dir = Path(course_dir)
     chosen = settings_mod.load(course_dir)
     cfg = config.load(course_dir)
