@@ -318,3 +318,14 @@ def test_answer_parts_are_orders_in_one_size_and_terms_in_several() -> None:
     parts = set(map(str, leaks.answer_parts("T^2*J + T*J^2", ("T", "J")).values()))
     assert parts == {"its order in T", "its order in J", "its term J*T**2", "its term J**2*T"}, parts
     assert not leaks.answer_parts("L*log(T)", ("L", "T")), "a single term, linear in each size: only the judge's"
+
+
+def test_the_kit_spells_no_marker_the_student_edition_refuses() -> None:
+    """The build refuses a student edition whose kit holds a solution or hidden-test marker (attnlab.validate once
+    cut hidden tests out of a cell by spelling the markers); this finds it without building."""
+    from coursenb import cells as nbcells
+    from publish import audit
+
+    text = audit.kit_text()
+    assert not [m for m in nbcells.MARKERS if m in text]  # (the kit defines hidden_check itself)
+    assert [m for m in nbcells.MARKERS if m in text + "### BEGIN HIDDEN TESTS"], "a planted marker is found"
