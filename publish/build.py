@@ -110,7 +110,7 @@ def _build_once(editions: tuple[str, ...]) -> dict[str, Path] | BookError:
 
 def build_once(editions: tuple[str, ...] = EDITIONS) -> dict[str, Path]:
     """`build(editions)` at most once per process, failure included (the tests' session fixture); a leak is
-    logged, not raised: tests/test_book.py audits the student edition itself."""
+    logged, not raised: tests/book/test_book.py audits the student edition itself."""
     result = _build_once(tuple(editions))
     if isinstance(result, BookError):
         raise result

@@ -2,7 +2,7 @@
 
 Each function gives, as a function of the sizes and the cost model, the exact depth
 (critical path) that ``attnlab.profiler.parallel_time`` reports for a reference
-model; ``tests/test_profiler.py`` checks every one against the profiler over grids of
+model; ``tests/kit/test_profiler.py`` checks every one against the profiler over grids of
 sizes. ``S(N)`` is the depth of a sum of N terms: ``N`` under ``"serial"``,
 ``ceil(log2 N)`` under ``"log"``, ``model(N)`` for a custom callable, and 0 for N = 1
 in every model (a sum of one term is that term).

@@ -31,7 +31,7 @@ from tests import nbgrader_support as nbs
 def pytest_configure(config: pytest.Config) -> None:
     """Each pytest-xdist worker's torch takes its share of the cores (one each: 2 workers on 2 cores): with
     every worker's operations spread over all the cores, they waited for each other's time slices
-    (tests/test_answers.py took 91.6 s on a loaded machine, 14.2 s on one thread)."""
+    (tests/checks/test_references_pass_their_checks.py took 91.6 s on a loaded machine, 14.2 s on one thread)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
         import torch
@@ -128,8 +128,8 @@ def invariant_chapters() -> list[Chapter]:
 
 @pytest.fixture(scope="session")
 def every_chapter_graded(tmp_path_factory) -> EveryChapter:
-    """The engine's run over every chapter's invariants (tests/test_invariants.py), whose Chapter 1 part is also
-    compared with stock nbgrader (tests/test_engine_equivalence.py)."""
+    """The engine's run over every chapter's invariants (tests/equivalence/test_invariants_engine.py), whose Chapter 1 part is also
+    compared with stock nbgrader (tests/equivalence/test_engine_vs_stock_cells.py)."""
     from autograder.engine import grade
 
     chapters = invariant_chapters()
@@ -159,7 +159,7 @@ def every_chapter_graded(tmp_path_factory) -> EveryChapter:
 
 
 class ExampleClass(NamedTuple):
-    """Chapter 1's example class (tests/test_example_class.py, tests/test_grading_equivalence.py)."""
+    """Chapter 1's example class (tests/instructor/test_example_class.py, tests/equivalence/test_example_class_vs_stock.py)."""
 
     collected: Path  # the course as collected, before grading (a copy)
     course: Path  # the same, graded: prose answers scored through manual export and import, feedback written

@@ -488,7 +488,7 @@ _runner = sys.modules["inside.runner"]
 """
 
 ATTACKS += [
-    # ---- earlier notebooks and the grader's environment (see also tests/test_engine_isolation.py) ----
+    # ---- earlier notebooks and the grader's environment (see also tests/engine/test_isolation.py) ----
     Attack("grader_environment", "transformer", "{ref}\n" + _ENVIRONMENT, (), "grader secrets found: 0",
            "the grader's environment (a database URL, an LMS token) is nowhere in the child's memory or env block"),
     # ---- the filesystem is an allowlist -------------------------------------------------------------

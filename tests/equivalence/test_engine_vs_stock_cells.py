@@ -22,7 +22,7 @@ CHAPTER = select(["ch1"])[0]
 @pytest.fixture(scope="module")
 def graded(stock_chapter1: StockRun, every_chapter_graded: EveryChapter) -> dict:
     """Stock nbgrader's run (tests/conftest.py) and the engine's run of the same Chapter 1 submissions (the
-    Chapter 1 part of every chapter's invariants, tests/test_invariants.py)."""
+    Chapter 1 part of every chapter's invariants, tests/equivalence/test_invariants_engine.py)."""
     if CHAPTER.assignment not in every_chapter_graded.scores:
         pytest.skip("ATTNLAB_CHAPTERS leaves Chapter 1 out of the engine's run")
     engine = {s: every_chapter_graded.scores[CHAPTER.assignment][s] for s in stock_chapter1.scores}

@@ -188,7 +188,7 @@ def problems(chapter: Chapter) -> list[str]:
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
 def test_every_figure_in_the_prose_is_printed_or_asserted(chapter: Chapter) -> None:
     found = problems(chapter)
-    assert not found, "claims neither printed nor asserted (tag them, see tests/test_claims.py):\n" + "\n".join(found)
+    assert not found, "claims neither printed nor asserted (tag them, see tests/book/test_claims.py):\n" + "\n".join(found)
 
 
 def test_the_scan_finds_figures_and_ignores_references() -> None:

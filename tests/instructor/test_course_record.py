@@ -2,7 +2,7 @@
 LMS user is one student, lateness comes only from what says so, collect reads the common LMS downloads and
 says when it placed nothing, and a copy ring in a small class is reported.
 
-Each test reproduces a failure an instructor met, on the CLI's one released Chapter-1 course (tests/test_cli.py's
+Each test reproduces a failure an instructor met, on the CLI's one released Chapter-1 course (tests/instructor/test_cli.py's
 fixtures; grades written straight into the gradebook where the engine is not the point).
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from autograder import collect, similarity
-from tests import test_cli
-from tests.test_cli import NB, canvas, engine_ready, fake_grade, fresh, one_line_error, run
+from tests.instructor import test_cli
+from tests.instructor.test_cli import NB, canvas, engine_ready, fake_grade, fresh, one_line_error, run
 
 released, graded, class_zip = test_cli.released, test_cli.graded, test_cli.class_zip  # the CLI tests' fixtures
 

@@ -1,7 +1,7 @@
 """The submission service without grading (`autograder serve --accept-only`, driven in process by Starlette's
 TestClient): sign-in, tokens, uploads and their caps, limits, CSRF, whose results a student sees, durability of
 an acknowledged upload, and what a result shows at each tier. Grading through the service, the kit and the
-browser are in tests/test_service_grading.py.
+browser are in tests/instructor/test_service_grading.py.
 
 Each defence here was checked to fail its test with the defence removed (the commit that added it says which)."""
 from __future__ import annotations

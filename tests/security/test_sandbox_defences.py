@@ -15,7 +15,7 @@ from autograder.engine.judging import digest
 from autograder.engine.limits import Limits
 from autograder.engine.prepare import notebook_seed
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _frame(head: bytes, blobs: bytes = b"") -> bytes:
@@ -152,7 +152,7 @@ def test_an_untouched_manual_answer_scores_0_no_response(kind: str) -> None:
     assert (answered.score, answered.reason) == (None, "needs manual grading")
 
 
-# ---- seccomp: tests/test_seccomp.py loads the filter and tries what it refuses ---------------------------
+# ---- seccomp: tests/security/test_seccomp.py loads the filter and tries what it refuses ---------------------------
 
 
 # ---- cgroups, on a stand-in cgroup v2 tree ------------------------------------------------------------

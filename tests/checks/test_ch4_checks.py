@@ -302,7 +302,7 @@ def test_the_trained_checks_bound_has_one_home_the_chapter() -> None:
         "the check writes its own bound"
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert f"within **{bound} nats**" in text, "Problem 4.1 states the bound the check applies"
-    root = Path(__file__).resolve().parent.parent  # the README and the instructors' page repeat it: the same
+    root = Path(__file__).resolve().parents[2]  # the README and the instructors' page repeat it: the same
     for page in (root / "README.md", *sorted((root / "front").glob("*.md"))):
         stated = set(re.findall(r"within \**(\d+\.\d+)\** nats", page.read_text()))
         assert stated <= {bound}, f"{page.name} states the trained check's bound as {stated}, the chapter's is {bound}"

@@ -153,7 +153,7 @@ def test_student_sources_match_nbgrader_release(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def editions() -> dict[str, Path]:
-    """Both editions, built once per test session (shared with tests/test_book_browser.py)."""
+    """Both editions, built once per test session (shared with tests/book/test_book_browser.py)."""
     return publish.build_once()
 
 

@@ -4,7 +4,7 @@ could show it, in every form the judge accepts, and the release notebooks and th
 Each kind of search is shown to find a planted answer (symbolic answers in code, LaTeX and
 outputs; an equation rearranged; a solution's einsum renamed; a value in an output; a cell
 that draws from an answer), and to leave alone what is not an answer (a size on its own).
-The built student edition is audited in tests/test_book.py.
+The built student edition is audited in tests/book/test_book.py.
 """
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_a_cell_drawing_from_a_value_answer_must_drop_its_outputs() -> None:
 @pytest.mark.slow
 def test_the_release_notebooks_and_the_kit_give_no_answer_away() -> None:
     """What a student downloads: every chapter's release notebook and the kit's source (no book build needed:
-    `pytest tests/test_book_audit.py -k release` is the quickest leak check after editing a chapter)."""
+    `pytest tests/book/test_book_audit.py -k release` is the quickest leak check after editing a chapter)."""
     from autograder.kit import kit_files
 
     sources = _sources()

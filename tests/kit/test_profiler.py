@@ -42,7 +42,7 @@ def test_torch_is_the_pinned_version():
     import tomllib
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     pins = {str(p.relative_to(root)): [d for d in tomllib.loads(p.read_text())["project"]["dependencies"]
                                        if d.startswith("torch")]
             for p in (root / "pyproject.toml", root / "attnlab" / "pyproject.toml")}

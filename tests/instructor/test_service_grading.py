@@ -168,7 +168,7 @@ def test_an_acknowledged_upload_survives_sigkill_and_is_graded_exactly_once(exam
 
 @pytest.fixture(scope="module")
 def browser():
-    from tests.test_book_browser import CHROMEDRIVER, CHROMIUM, _require_browser
+    from tests.book.test_book_browser import CHROMEDRIVER, CHROMIUM, _require_browser
 
     _require_browser()
     from selenium import webdriver

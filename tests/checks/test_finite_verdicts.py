@@ -2,7 +2,7 @@
 position of every function, value, upstream and behaviour check lose the check, while a right answer whose
 -inf is legitimate (a log of a probability the exact distribution also gives zero) keeps it.
 
-The equation and symbolic judges have their own tests (tests/test_equation_judge.py, tests/test_symbolic.py).
+The equation and symbolic judges have their own tests (tests/checks/test_equation_judge.py, tests/kit/test_symbolic.py).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.engine.inside import zygote
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSIDE = ROOT / "autograder" / "engine"
 
 WARM = """
