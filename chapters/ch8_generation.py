@@ -146,7 +146,7 @@ def largest_allocation(attention, H: int, T: int, K: int, tile: int) -> int:
 # (`NOCACHE_WORK`) and of its **parallel time** (`NOCACHE_TIME`), in $L$, $T$ and $J$?
 # (Step $t$ needs the output of step $t - 1$.)
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "generate_without_cache", "locked": true, "schema_version": 3, "solution": false}
 def generate_without_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor]], T: int, H: int,
                            K: int) -> torch.Tensor:
     """m0[J] -> M[T, J]: each step runs the causal stack on every position so far; the last output is the next row."""
@@ -272,7 +272,7 @@ hidden_check("ch8.block_step_work", functools.partial(step_work, block_step))
 # the number of numbers the caches of all $L$ blocks hold at the end (`CACHE_MEMORY`), in
 # $L$, $T$ and $J$.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "generate_with_cache", "locked": true, "schema_version": 3, "solution": false}
 def generate_with_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor]], T: int, H: int,
                         K: int) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
     """m0[J] -> (M[T, J], each block's cache): one block_step per block and position."""

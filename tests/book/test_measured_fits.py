@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from attnlab.fits import fit, spread
+from attnlab.fits import fit, fit_terms, spread
 from attnlab.symbolic import parse_answer
 from autograder.checks import CHECKS
 from solutions.mistakes import Assign, wrong_for
@@ -34,6 +34,12 @@ def follows_fit(measured: list[float], answer: list[float]) -> bool:
 def within_spread(bound: float) -> Reading:
     """The work plots' reading (Sections 1.4, 7.8): measured / answer moves by less than `bound` along a sweep."""
     return lambda measured, answer: spread(measured, answer) < bound
+
+
+def by_terms(measured: list[float], sizes: list[Sizes], answer: str) -> bool:
+    """Chapter 8's reading: the answer's terms, each with a factor >= 0 of its own, plus a constant, follow the points
+    (attnlab.fits.fit_terms). Unlike the others it reads the answer's text, not only its values."""
+    return fit_terms(measured, sizes, answer).follows
 
 
 def one_multiplier(measured: list[float], answer: list[float]) -> bool:
@@ -189,6 +195,46 @@ def spatial_panels() -> list[Panel]:
     return panels
 
 
+@functools.cache
+def generation_sweeps() -> dict[str, list[tuple[Sizes, dict[str, int]]]]:
+    """Section 8.3 on smaller sweeps: the work and depth of generating T rows with L blocks (H = 2, K = I = J/H)
+    without and with the cache, and the caches' numbers, along T (L = 1, J = 16), J (L = 1, T = 8) and L (T = 8,
+    J = 32): (sizes, measurements)."""
+    import torch
+
+    import solutions.ch8 as reference
+    from attnlab.profiler import parallel_time
+
+    def measure(L: int, T: int, J: int) -> dict[str, int]:
+        blocks, K = [reference.block_shapes(J, 2)] * L, J // 2
+        without = parallel_time(reference.generate_without_cache, (J,), blocks, T, 2, K)
+        cached = parallel_time(lambda *a: reference.generate_with_cache(*a)[0], (J,), blocks, T, 2, K)
+        meta = [{n: torch.empty(s, device="meta") for n, s in b.items()} for b in blocks]
+        _, caches = reference.generate_with_cache(torch.empty(J, device="meta"), meta, T, 2, K)
+        return {"NOCACHE_WORK": without.work, "NOCACHE_TIME": without.depth, "CACHE_WORK": cached.work,
+                "CACHE_TIME": cached.depth, "CACHE_MEMORY": sum(k.numel() + v.numel() for k, v in caches)}
+
+    sweeps = {"T": [{"L": 1, "T": T, "J": 8} for T in (8, 16, 32, 64)],
+              "J": [{"L": 1, "T": 8, "J": J} for J in (32, 64, 128, 256)],
+              "L": [{"L": L, "T": 8, "J": 32} for L in (1, 2, 3)]}
+    return {name: [(s, measure(**s)) for s in points] for name, points in sweeps.items()}
+
+
+def generation_panels(question: str) -> list[Panel]:
+    return [([m[question] for _, m in points], [s for s, _ in points]) for points in generation_sweeps().values()]
+
+
+def tiled_panels() -> list[Panel]:
+    """Section 8.5: the largest tensor of the reference tiled_attention (causal, meta tensors) along T, Ttile and K."""
+    import solutions.ch8 as reference
+
+    sweeps = [[{"H": 2, "T": T, "K": 8, "Ttile": 16} for T in (256, 512, 1024, 2048)],
+              [{"H": 2, "T": 1024, "K": 8, "Ttile": b} for b in (16, 32, 64, 128)],
+              [{"H": 2, "T": 1024, "K": K, "Ttile": 4} for K in (16, 32, 64, 128)]]
+    return [([reference.largest_allocation(reference.tiled_attention, s["H"], s["T"], s["K"], s["Ttile"]) for s in sweep],
+             sweep) for sweep in sweeps]
+
+
 def closed_form(form: Callable[[int, int], float], keys: Sequence[Sizes]) -> Panel:
     return [form(s["L"], s["T"]) for s in keys], list(keys)
 
@@ -220,6 +266,12 @@ MEASURED: dict[str, tuple[Callable[[], list[Panel]], Reading, list[str]]] = {
                      follows_fit, ["T", "1"]),  # sqrt(T) follows r_L up to L = 5
     "ch6.ATTENTION_PATH": (lambda: [closed_form(lambda L, T: L, [{"L": L, "T": 64} for L in (1, 2, 4)])],
                            follows_fit, ["1", "log(L)"]),
+    # Sections 8.3 and 8.5 read every answer term by term
+    **{f"ch8.{q}": (lambda q=q: generation_panels(q), by_terms, extra) for q, extra in (
+        ("NOCACHE_WORK", ["L*T^2*J^2", "L*(T^3*J + T^2*J^2 + T^4)"]), ("NOCACHE_TIME", ["L*T", "L*log(T)*log(J)"]),
+        ("CACHE_WORK", ["L*T^2*J", "L*T*J"]), ("CACHE_TIME", ["L*T", "T*(log(T) + log(J))"]),
+        ("CACHE_MEMORY", ["L*T", "L*T^2*J", "L*J"]))},
+    "ch8.TILED_MEMORY": (tiled_panels, by_terms, ["H*T*K", "T*Ttile", "H*T^2*Ttile"]),
 }
 
 
@@ -231,6 +283,8 @@ def _value(answer: str, variables: Sequence[str], sizes: Sizes) -> float:
 def passes(question: str, answer: str, reading: Reading | None = None) -> bool:
     """Whether `answer` follows every panel of `question`'s measurements under `reading` (the chapter's)."""
     panels, chapter_reading, _ = MEASURED[question]
+    if reading is None and chapter_reading is by_terms:
+        return all(by_terms(measured, sizes, answer) for measured, sizes in panels())
     variables = CHECKS[question].variables
     read = reading or chapter_reading
     return all(read(measured, [_value(answer, variables, s) for s in sizes]) for measured, sizes in panels())
