@@ -8,7 +8,9 @@ A hidden check (`Check`) offers four things, and nothing outside this module ask
 * `verdict(trials, outcomes, passed)`: the decision, one sentence a student can act on;
 
 and, for the leak audit (`publish.leaks`), what of its answer a page could give away
-(`variables`, `whole_answer`, `value_function`, `index_equations`).
+(`variables`, `whole_answer`, `value_function`, `index_equations`, `symbolic_reference`,
+`shows_a_value`). A trial whose sizes were drawn from the seed is a `Secret`: a verdict on it
+names the symptom only (`autograder.checks.compare`).
 
 The kinds: `FunctionCheck` calls the student's function and compares each output with the
 reference's, `ValueCheck` compares a value exactly, `AnswerCheck` judges a symbolic Θ-order,
