@@ -498,6 +498,69 @@ hidden_check("ch8.GROUPED_MEMORY", GROUPED_MEMORY)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **Measured.** Decoding with grouped heads, one step at a time on meta tensors: each block
+# appends the new position's $H_{\text{kv}}$ keys and values to its cache and attends with
+# your `grouped_attention`, one query per head. The caches' numbers are read off the caches
+# while $L$, $T$, $H$, $H_{\text{kv}}$ and $K$ double in turn, and your `GROUPED_MEMORY` is
+# drawn fitted term by term, as in Section 8.3. (This cell runs your `grouped_attention`:
+# run it yourself.)
+
+# %% tags=["answer-output"]
+def grouped_cache_numbers(L: int, T: int, H: int, Hkv: int, K: int) -> int:
+    """Numbers in the caches of L blocks after decoding T positions with grouped heads (meta tensors)."""
+    caches = [(torch.empty(Hkv, 0, K, device="meta"), torch.empty(Hkv, 0, K, device="meta")) for _ in range(L)]
+    for _ in range(T):
+        for n, (Key, Value) in enumerate(caches):
+            Key, Value = (torch.cat([x, torch.empty(Hkv, 1, K, device="meta")], dim=1) for x in (Key, Value))
+            grouped_attention(torch.empty(H, 1, K, device="meta"), Key, Value)  # the new position's queries
+            caches[n] = (Key, Value)
+    return sum(Key.numel() + Value.numel() for Key, Value in caches)
+
+
+GROUPED_BASE = dict(L=2, T=8, H=8, Hkv=2, K=16)
+grouped_sweeps = [] if is_grading() else [
+    (name, [GROUPED_BASE | {name: v} for v in values]) for name, values in
+    (("L", (1, 2, 4)), ("T", (4, 8, 16, 32)), ("H", (2, 4, 8, 16)), ("Hkv", (1, 2, 4, 8)), ("K", (8, 16, 32, 64)))]
+grouped_numbers = {name: [grouped_cache_numbers(**sizes) for sizes in sweep] for name, sweep in grouped_sweeps}
+if grouped_sweeps:
+    fig, axes = plt.subplots(1, len(grouped_sweeps), figsize=(14, 3.4))
+    for ax, (name, sweep) in zip(axes, grouped_sweeps):
+        xs = [sizes[name] for sizes in sweep]
+        ax.plot(xs, grouped_numbers[name], "o", label="measured")
+        try:
+            fitted = fit_terms(grouped_numbers[name], sweep, globals().get("GROUPED_MEMORY"))
+        except Exception as exc:  # an unanswered or malformed answer: nothing to draw
+            print(f"GROUPED_MEMORY not drawn: {exc}")
+        else:
+            ax.plot(xs, fitted.curve, "-", label=f"fitted: off by {fitted.miss:.0%}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(name)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("numbers in the caches")
+    fig.suptitle("The caches of grouped-query decoding against your GROUPED_MEMORY (the other sizes "
+                 + ", ".join(f"{k} = {v}" for k, v in GROUPED_BASE.items()) + ")")
+    plt.tight_layout()
+    plt.show()
+
+# %% tags=["solutions-only"]
+if grouped_sweeps:
+    from solutions.mistakes import wrong_answers
+
+    def follows_grouped(answer: str) -> bool:
+        """Whether `answer` follows the grouped caches' numbers in every sweep."""
+        return all(fit_terms(grouped_numbers[name], sweep, answer).follows for name, sweep in grouped_sweeps)
+
+    assert follows_grouped(GROUPED_MEMORY), "the reference GROUPED_MEMORY follows"  # claim: ch8-grouped-measured
+    for mistake in wrong_answers("ch8", "GROUPED_MEMORY"):
+        assert not follows_grouped(mistake), f"the wrong {mistake!r} misses"  # claim: ch8-grouped-discriminates
+
+# %% [markdown]
+# The caches grow with $H_{\text{kv}}$, not with $H$: your answer follows the points in every
+# sweep when its order is right; the solutions edition asserts it for the reference <!-- claim: ch8-grouped-measured -->
+# and that each wrong answer of the mistakes corpus misses them <!-- claim: ch8-grouped-discriminates -->.
+
+# %% [markdown]
 # ## 8.5 Attention that never stores all its scores
 #
 # Chapter 1 measured the memory of a layer's scores $s[h, t, t']$, and saw that PyTorch's
