@@ -120,7 +120,8 @@ print("active device:", device)
 # device and dtype.
 
 # %% nbgrader={"grade": false, "grade_id": "dot_product_attention", "locked": false, "schema_version": 3, "solution": true}
-def dot_product_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+def dot_product_attention(q: torch.Tensor, keys: torch.Tensor,
+                          values: torch.Tensor) -> torch.Tensor:
     """One query reading a memory: q[K], keys[N, K], values[N, I] -> V[I].
 
     Weights softmax_n(q . keys[n] / sqrt(K)), V = sum_n weights[n] values[n].
@@ -142,7 +143,8 @@ keys = torch.randn(N, K, generator=g, dtype=torch.float64)
 values = torch.randn(N, I, generator=g, dtype=torch.float64)
 V = dot_product_attention(q, keys, values)
 expect_shape(V, (I,), "dot_product_attention(q[4], keys[5,4], values[5,3])",
-             hint="The context vector has one coordinate per value coordinate (I), not per key coordinate.")
+             hint="The context vector has one coordinate per "
+                  "value coordinate (I), not per key coordinate.")
 expect_like(V, q, "dot_product_attention on float64 inputs")
 expect_like(dot_product_attention(q.float(), keys.float(), values.float()), q.float(),
             "dot_product_attention on float32 inputs")
@@ -158,8 +160,10 @@ mistakes = {  # what some common mistakes give on this example (worked out by ha
     "the scores are not divided by sqrt(K) = 2": [10 + 10 / (math.e ** 2 + 1), 1.0],
     "the scores are divided by sqrt(I), the values' size, instead of sqrt(K), the query/key size":
         [10 + 10 / (math.e ** 2 ** 0.5 + 1), 1.0],
-    "the exponentials are not divided by their sum (the weights must sum to one)": [10 * math.e + 20, math.e + 1],
-    "this is hard attention: the value of the best key, not the weighted average of all values": [10.0, 1.0],
+    "the exponentials are not divided by their sum (the weights must sum to one)":
+        [10 * math.e + 20, math.e + 1],
+    "this is hard attention: the value of the best key, not the weighted average of all values":
+        [10.0, 1.0],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
@@ -167,16 +171,20 @@ for mistake, wrong in mistakes.items():
 w = math.e / (math.e + 1)
 expect_close(got, torch.tensor([10 * w + 20 * (1 - w), 1.0], dtype=torch.float64),
              "the hand-checked example (expected [12.69, 1])",
-             hint="Scores q . keys[n] / sqrt(K), softmax over n, then the weighted average of the values.")
+             hint="Scores q . keys[n] / sqrt(K), softmax over "
+                  "n, then the weighted average of the values.")
 
 # When every key is the same, every weight is 1/N: the context is the mean of the values.
 same = keys[:1].expand(N, K)
-expect_close(dot_product_attention(q, same, values), values.mean(dim=0), "the context with identical keys",
-             hint="With equal scores the weights must be 1/N each: normalise the exponentials so they sum to one.")
+expect_close(dot_product_attention(q, same, values), values.mean(dim=0),
+             "the context with identical keys",
+             hint="With equal scores the weights must be 1/N each: "
+                  "normalise the exponentials so they sum to one.")
 
 # The memory is a set: listing its pairs in another order changes nothing.
 perm = torch.tensor([2, 4, 0, 1, 3])
-expect_close(dot_product_attention(q, keys[perm], values[perm]), V, "the context with the memory reordered",
+expect_close(dot_product_attention(q, keys[perm], values[perm]), V,
+             "the context with the memory reordered",
              hint="Reordering the (key, value) pairs together must not change the context.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -196,7 +204,8 @@ hidden_check("ch0.dot_product_attention", dot_product_attention)
 # tokens.
 
 # %%
-M = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]], dtype=torch.float64)
+M = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]],
+                 dtype=torch.float64)
 K = M.shape[1]
 
 dots = torch.einsum("tj,Tj->tT", M, M)                # dots[t, t'] = M[t] . M[t'] (no projections)
@@ -212,21 +221,30 @@ print("attention weights (each row sums to 1):\n", weights)
 torch.set_printoptions(precision=6, sci_mode=False)
 print("context vectors:\n", contexts)
 gap = (contexts - M[3]).abs()  # gap[t, j]: how far token t's context is from token 4's embedding
-print("largest difference from token 4's embedding, per token:", [f"{d:.1e}" for d in gap.amax(dim=1).tolist()])
+print("largest difference from token 4's embedding, per token:",
+      [f"{d:.1e}" for d in gap.amax(dim=1).tolist()])
 torch.set_printoptions(profile="default")
 
 # Checks on the numbers the text below quotes.
-assert dots[3, 3] == 365 and dots[0, 3] == 68 and dots[0, 2] == 50, "the dot products differ from the ones the text quotes"
+assert dots[3, 3] == 365 and dots[0, 3] == 68 and dots[0, 2] == 50, \
+    "the dot products differ from the ones the text quotes"
 assert round(scores[3, 3].item(), 1) == 210.7 and round(18 / math.sqrt(3), 1) == 10.4, \
     "the scores are not the dot products over sqrt(3) that the text quotes"  # claim: ch0-scores
-assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64)), "a row of weights does not sum to 1"
-assert (weights[:, 3] > 0.9999).all(), "every token puts more than 99.99% of its weight on token 4"  # claim: ch0-one-hot
-assert f"{weights[0, 2].item():.1e}" == "3.1e-05" == f"{math.exp(-18 / math.sqrt(3)):.1e}", \
-    "token 1's weight on token 3 is not e^{-(68-50)/sqrt 3} = 3.1e-5, as the text says"  # claim: ch0-token1-on-3
-assert 1e-26 < weights[3, 2] < 1e-24, "token 4's weight on token 3 is about 1e-25"  # claim: ch0-token4-on-3
-assert f"{gap[0].min():.1e}" == f"{gap[0].max():.1e}" == "9.2e-05" and 1e-11 < gap[1].max() < 2e-11 \
-    and gap[2:].max() < 1e-14, "token 1's gap is 9.2e-5, token 2's 1.6e-11, tokens 3 and 4 below 1e-14"  # claim: ch0-gaps
-assert [round(n) for n in M.norm(dim=1).tolist()] == [4, 9, 14, 19], "the embeddings' norms are 4 to 19"  # claim: ch0-norms
+assert torch.allclose(weights.sum(dim=1), torch.ones(4, dtype=torch.float64)), \
+    "a row of weights does not sum to 1"
+assert (weights[:, 3] > 0.9999).all(), \
+    "every token puts more than 99.99% of its weight on token 4"  # claim: ch0-one-hot
+assert f"{weights[0, 2].item():.1e}" == "3.1e-05" == f"{math.exp(-18 / math.sqrt(3)):.1e}", (
+    "token 1's weight on token 3 is not e^{-(68-50)/sqrt 3} = 3.1e-5, as the text says"
+)  # claim: ch0-token1-on-3
+assert 1e-26 < weights[3, 2] < 1e-24, \
+    "token 4's weight on token 3 is about 1e-25"  # claim: ch0-token4-on-3
+assert (f"{gap[0].min():.1e}" == f"{gap[0].max():.1e}" == "9.2e-05" and 1e-11 < gap[1].max() < 2e-11
+        and gap[2:].max() < 1e-14), (
+    "token 1's gap is 9.2e-5, token 2's 1.6e-11, tokens 3 and 4 below 1e-14"
+)  # claim: ch0-gaps
+assert [round(n) for n in M.norm(dim=1).tolist()] == [4, 9, 14, 19], \
+    "the embeddings' norms are 4 to 19"  # claim: ch0-norms
 
 
 # %%
@@ -288,8 +306,10 @@ show_matrix(ax, weights_unit, "weights with unit-length embeddings", ".3f")
 plt.tight_layout()
 plt.show()
 scores_unit = torch.einsum("tj,Tj->tT", unit, unit) / math.sqrt(K)
-assert (scores_unit.amax(dim=1) - scores_unit.amin(dim=1)).max() < 0.03 and (weights_unit - 0.25).abs().max() < 0.01, \
-    "unit-length embeddings should give scores within 0.03 and weights within 0.01 of uniform"  # claim: ch0-unit
+assert ((scores_unit.amax(dim=1) - scores_unit.amin(dim=1)).max() < 0.03
+        and (weights_unit - 0.25).abs().max() < 0.01), (
+    "unit-length embeddings should give scores within 0.03 and weights within 0.01 of uniform"
+)  # claim: ch0-unit
 
 # %% [markdown]
 # Your `dot_product_attention` computes one row of this table at a time: query $M[t]$
@@ -340,7 +360,8 @@ print("dot_product_attention reproduces the four context vectors")
 # $T$ columns.
 
 # %% nbgrader={"grade": false, "grade_id": "column_attention", "locked": false, "schema_version": 3, "solution": true}
-def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor,
+                     WV: torch.Tensor) -> torch.Tensor:
     """Multi-head self-attention with items as columns.
 
     MT[J, T], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [H*I, T], head 0's rows first;
@@ -351,7 +372,8 @@ def column_attention(MT: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: t
     QueryT = torch.einsum("hkj,jt->hkt", WQ, MT)
     KeyT = torch.einsum("hkj,jt->hkt", WK, MT)
     ValueT = torch.einsum("hij,jt->hit", WV, MT)
-    A = torch.softmax(torch.einsum("hkT,hkt->hTt", KeyT, QueryT) / math.sqrt(K), dim=1)  # columns sum to 1
+    # columns sum to 1
+    A = torch.softmax(torch.einsum("hkT,hkt->hTt", KeyT, QueryT) / math.sqrt(K), dim=1)
     out = torch.einsum("hiT,hTt->hit", ValueT, A)
     return out.reshape(-1, MT.shape[1])
     ### END SOLUTION
@@ -366,8 +388,8 @@ WK = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
 WV = torch.randn(H, I, J, generator=g, dtype=torch.float64) / J**0.5
 out = column_attention(MT, WQ, WK, WV)
 expect_shape(out, (H * I, T), "column_attention(MT[8,5], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
-             hint="Items stay columns: the result is [H*I, T]. (A result of shape [T, H*I] is the row form: "
-                  "transpose back.)")
+             hint="Items stay columns: the result is [H*I, T]. (A result "
+                  "of shape [T, H*I] is the row form: transpose back.)")
 expect_like(out, MT, "column_attention on float64 inputs")
 expect_like(column_attention(MT.float(), WQ.float(), WK.float(), WV.float()), MT.float(),
             "column_attention on float32 inputs")
@@ -382,32 +404,38 @@ e2, e4 = math.exp(2), math.exp(4)
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
     "the SoftMax normalises the rows (a sum over the queries); it must normalise each column, "
     "a sum over the keys": [e2 / (e2 + 1), 1 / (e2 + 1)],
-    "the scores are not divided by sqrt(K) = 2 (seed 004 has no factor; this book does)": [e4 / (e4 + 1), 0.5],
+    "the scores are not divided by sqrt(K) = 2 (seed 004 has no factor; this book does)":
+        [e4 / (e4 + 1), 0.5],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor([wrong], dtype=torch.float64), atol=1e-4):
         raise Explained(f"On the hand-checked example you return {got.tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[e2 / (e2 + 1), 0.5]], dtype=torch.float64),
              "column_attention on the hand-checked example (expected [[0.881, 0.5]])",
-             hint="Column t of the output is query t's context vector: the values' columns averaged with "
-                  "query t's weights over the keys.")
+             hint="Column t of the output is query t's context vector: the "
+                  "values' columns averaged with query t's weights over the keys.")
 
 # Heads are stacked in order, head 0's rows first.
 for h in range(H):
-    expect_close(out[h * I:(h + 1) * I], column_attention(MT, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]),
+    expect_close(out[h * I:(h + 1) * I],
+                 column_attention(MT, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]),
                  f"rows {h * I}..{(h + 1) * I - 1} of the output",
-                 hint=f"These rows must be head {h} alone: the heads are stacked block by block. Reshape "
-                      "[H, I, T] to [H*I, T] as it is; permuting first interleaves the heads' rows.")
+                 hint=f"These rows must be head {h} alone: the heads are "
+                      "stacked block by block. Reshape [H, I, T] to [H*I, T] "
+                      "as it is; permuting first interleaves the heads' rows.")
 
 # Equal scores (WQ = 0): every query's weights are 1/T, so every column is each head's mean value.
 mean_value = torch.einsum("hij,j->hi", WV, MT.mean(dim=1)).reshape(H * I, 1).expand(H * I, T)
-expect_close(column_attention(MT, torch.zeros_like(WQ), WK, WV), mean_value, "column_attention with WQ = 0",
-             hint="With all scores equal each weight is 1/T: normalise the exponentials so each column sums to one, "
-                  "and average the values W^V[h] M^T, not the keys or the items.")
+expect_close(column_attention(MT, torch.zeros_like(WQ), WK, WV), mean_value,
+             "column_attention with WQ = 0",
+             hint="With all scores equal each weight is 1/T: normalise the "
+                  "exponentials so each column sums to one, and average "
+                  "the values W^V[h] M^T, not the keys or the items.")
 
 # The items are a set: permuting the columns of MT permutes the output's columns.
 perm = torch.tensor([3, 0, 4, 1, 2])
-expect_close(column_attention(MT[:, perm], WQ, WK, WV), out[:, perm], "column_attention(MT[:, perm])",
+expect_close(column_attention(MT[:, perm], WQ, WK, WV), out[:, perm],
+             "column_attention(MT[:, perm])",
              hint="Permuting the items must permute the output columns the same way.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -455,18 +483,23 @@ WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 # time: below, the two functions agree.
 
 # %% tags=["solutions-only"]
-def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
-    """M[T, J] -> [T, H*I]: for every position t and head h, one query reads the memory of all positions."""
+def row_form_from_memory(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor,
+                         WV: torch.Tensor) -> torch.Tensor:
+    """M[T, J] -> [T, H*I]: for every position t and head h, one query reads the memory of all
+    positions."""
     rows = []
     for t in range(M.shape[0]):
-        heads = [dot_product_attention(WQ[h] @ M[t], M @ WK[h].T, M @ WV[h].T) for h in range(WQ.shape[0])]
+        heads = [dot_product_attention(WQ[h] @ M[t], M @ WK[h].T,
+                                       M @ WV[h].T) for h in range(WQ.shape[0])]
         rows.append(torch.cat(heads))
     return torch.stack(rows)
 
 
-diff = (column_attention(M.T, WQ, WK, WV).T - row_form_from_memory(M, WQ, WK, WV)).abs().max().item()
+diff = (column_attention(M.T, WQ, WK, WV).T
+        - row_form_from_memory(M, WQ, WK, WV)).abs().max().item()
 print(f"max |column_attention(M^T)^T - row form from dot_product_attention| = {diff:.1e}")
-assert diff < 1e-12, f"column_attention and the row form from dot_product_attention differ by {diff:.1e}"
+assert diff < 1e-12, \
+    f"column_attention and the row form from dot_product_attention differ by {diff:.1e}"
 
 # %% [markdown]
 # Seed 004's stacked product: one multiply by $[W^Q; W^K; W^V]$ gives the projections of
@@ -480,7 +513,8 @@ assert torch.allclose(QueryT.reshape(H, K, T), torch.einsum("hkj,jt->hkt", WQ, M
     "the stacked product's first H*K rows are not the queries of all heads"
 assert torch.allclose(ValueT.reshape(H, I, T), torch.einsum("hij,jt->hit", WV, M.T)), \
     "the stacked product's last H*I rows are not the values of all heads"
-print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> the projections of all {H} heads")
+print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] "
+      f"@ [{J} x {T}] -> the projections of all {H} heads")
 
 
 # %% [markdown]
@@ -494,7 +528,8 @@ print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] @ [{J} x {T}] -> the 
 
 # %% tags=["answer-output"]
 def feed_forward(G: torch.Tensor, WF: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """Seed 004's FF: the stacked heads G[J, T] -> sigmoid(WF G + beta) [J', T], the same map for every column."""
+    """Seed 004's FF: the stacked heads G[J, T] -> sigmoid(WF G + beta) [J', T], the same map for
+    every column."""
     return torch.sigmoid(WF @ G + beta[:, None])
 
 
@@ -503,21 +538,24 @@ T, H, K, I = 8, 2, 4, 3
 J = H * I
 MT0 = torch.randn(J, T, generator=g)
 levels = [(torch.randn(H, K, J, generator=g), torch.randn(H, K, J, generator=g),
-           torch.randn(H, I, J, generator=g), torch.randn(J, J, generator=g), torch.zeros(J)) for _ in range(2)]
+           torch.randn(H, I, J, generator=g), torch.randn(J, J, generator=g),
+           torch.zeros(J)) for _ in range(2)]
 
 MTs = [MT0]
 for WQ, WK, WV, WF, beta in levels:
     MTs.append(feed_forward(column_attention(MTs[-1], WQ, WK, WV), WF, beta))
 spreads = [MTl.std(dim=1).mean().item() for MTl in MTs]
 for level, (MTl, spread) in enumerate(zip(MTs, spreads)):
-    print(f"level {level}: shape {tuple(MTl.shape)}, spread across items (mean std over t) {spread:.3f}")
+    print(f"level {level}: shape {tuple(MTl.shape)}, spread "
+          f"across items (mean std over t) {spread:.3f}")
 assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all(), \
-    f"after two levels the items should keep their shape {tuple(MT0.shape)} with every entry in (0, 1) (a sigmoid): " \
-    "check the shape your column_attention returns"
+    f"after two levels the items should keep their shape {tuple(MT0.shape)} with every entry " \
+    "in (0, 1) (a sigmoid): check the shape your column_attention returns"
 
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
 for ax, level in zip(axes, (0, 1, 2)):
-    im = ax.imshow(MTs[level].numpy(), cmap="magma", vmin=None if level == 0 else 0, vmax=None if level == 0 else 1)
+    im = ax.imshow(MTs[level].numpy(), cmap="magma", vmin=None if level == 0 else 0,
+                   vmax=None if level == 0 else 1)
     ax.set_xlabel("item t")
     ax.set_ylabel("coordinate j")
     ax.set_title("the input" if level == 0 else f"level {level}: heads, then FF")
@@ -534,7 +572,8 @@ plt.show()
 # between items out.
 
 # %% tags=["solutions-only"]
-assert spreads[0] > spreads[1] > spreads[2], f"the spread falls level after level: {spreads}"  # claim: ch0-spread-falls
+assert spreads[0] > spreads[1] > spreads[2], \
+    f"the spread falls level after level: {spreads}"  # claim: ch0-spread-falls
 
 # %% [markdown]
 # ## 0.4 What is sequential in a Transformer?
@@ -576,7 +615,8 @@ assert spreads[0] > spreads[1] > spreads[2], f"the spread falls level after leve
 g = torch.Generator().manual_seed(4)
 T, J, K = 7, 6, 4
 M = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ1, WK1, WV1 = (torch.randn(d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, J))  # one head
+# one head
+WQ1, WK1, WV1 = (torch.randn(d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, J))
 Query, Key, Value = M @ WQ1.T, M @ WK1.T, M @ WV1.T
 
 # One pass: every position at once, later keys masked out.

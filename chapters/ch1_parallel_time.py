@@ -102,7 +102,8 @@ print("active device:", device)
 # letters of the equations is the most direct route <!-- not a claim: advice -->.
 
 # %% nbgrader={"grade": false, "grade_id": "self_attention", "locked": false, "schema_version": 3, "solution": true}
-def self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+def self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor,
+                   WV: torch.Tensor) -> torch.Tensor:
     """One multi-head self-attention layer.
 
     M[T, J], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [T, H*I],
@@ -145,8 +146,8 @@ except RuntimeError as exc:
 expect_shape(out3, (T, H * 3), "self_attention with WV[2,3,8]",
              hint="The output has H*I columns (here 6), not J: reshape to (T, H*I).")
 
-# By hand: WQ = WK = 1 (H=1, K=4, J=1), WV = 1, M = [[1], [0]].
-# s[0,0,0] = 4/sqrt(4) = 2 and every other score is 0, so out = [[e^2/(e^2+1)], [1/2]] = [[0.881], [0.5]].
+# By hand: WQ = WK = 1 (H=1, K=4, J=1), WV = 1, M = [[1], [0]]. s[0,0,0] = 4/sqrt(4) = 2 and every
+# other score is 0, so out = [[e^2/(e^2+1)], [1/2]] = [[0.881], [0.5]].
 ones = torch.ones(1, 4, 1, dtype=torch.float64)
 M1 = torch.tensor([[1.0], [0.0]], dtype=torch.float64)
 got = self_attention(M1, ones, ones, torch.ones(1, 1, 1, dtype=torch.float64))
@@ -154,33 +155,36 @@ expect_shape(got, (2, 1), "self_attention on the hand-checked example")
 e2, e4 = math.exp(2), math.exp(4)
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 1)], [0.5]],
-    "the softmax runs over t, the query position; it must run over t', the key position": [[e2 / (e2 + 1)],
-                                                                                          [1 / (e2 + 1)]],
+    "the softmax runs over t, the query position; it must run over t', the key position":
+        [[e2 / (e2 + 1)], [1 / (e2 + 1)]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
-        raise Explained(f"On the hand-checked example you return {got.flatten().tolist()}: {mistake}.")
+        raise Explained("On the hand-checked example you return "
+                        f"{got.flatten().tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[e2 / (e2 + 1)], [0.5]], dtype=torch.float64),
              "self_attention on the hand-checked example (expected [[0.881], [0.5]])",
-             hint="Scores Query . Key / sqrt(K), softmax over t' (the key position), then the weighted average "
-                  "of the values over t'.")
+             hint="Scores Query . Key / sqrt(K), softmax over t' (the key "
+                  "position), then the weighted average of the values over t'.")
 
 # Heads are concatenated in order, head 0 first: columns h*I .. (h+1)*I - 1 are head h alone.
-heads = [self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]  # your one-head layers
+# your one-head layers
+heads = [self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]
 if torch.allclose(out, torch.stack(heads).reshape(T, H * I)):
-    raise Explained("The heads are reshaped without permuting: V[h, t, i] reshaped straight to [T, H*I] puts "
-                    "head 0's rows t = 0, 1 side by side in row 0, mixing positions and heads. Permute V to "
-                    "[T, H, I] first, then reshape.")
+    raise Explained("The heads are reshaped without permuting: V[h, t, i] reshaped straight "
+                    "to [T, H*I] puts head 0's rows t = 0, 1 side by side in row 0, mixing "
+                    "positions and heads. Permute V to [T, H, I] first, then reshape.")
 for h in range(H):
-    expect_close(out[:, h * I:(h + 1) * I], heads[h], f"columns {h * I}..{(h + 1) * I - 1} of the output",
+    expect_close(out[:, h * I:(h + 1) * I], heads[h],
+                 f"columns {h * I}..{(h + 1) * I - 1} of the output",
                  hint=f"These columns must be head {h} alone: concatenate V[0,t,:]; V[1,t,:]; ... "
                       "(permute V[H, T, I] to [T, H, I], then reshape to [T, H*I]).")
 
 # Attention has no notion of order: permuting the rows of M permutes the output rows.
 perm = torch.tensor([3, 0, 4, 1, 2])
 expect_close(self_attention(M[perm], WQ, WK, WV), out[perm], "self_attention(M[perm])",
-             hint="self_attention(M[perm]) must equal self_attention(M)[perm]: every position is treated alike, "
-                  "and the values are summed over t', the key position.")
+             hint="self_attention(M[perm]) must equal self_attention(M)[perm]: every position "
+                  "is treated alike, and the values are summed over t', the key position.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -201,8 +205,10 @@ hidden_check("ch1.self_attention", self_attention)
 # charged twice.)
 
 # %% nbgrader={"grade": false, "grade_id": "transformer", "locked": false, "schema_version": 3, "solution": true}
-def transformer(M: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """M[T, J] -> M after len(layers) self-attention layers; layers = [(WQ, WK, WV), ...] with J = H*I."""
+def transformer(M: torch.Tensor,
+                layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """M[T, J] -> M after len(layers) self-attention layers; layers = [(WQ, WK, WV), ...] with J =
+    H*I."""
     ### BEGIN SOLUTION
     for WQ, WK, WV in layers:
         M = self_attention(M, WQ, WK, WV)
@@ -216,12 +222,14 @@ T, H, K, I = 4, 2, 3, 3
 J = H * I
 M = torch.randn(T, J, generator=g)
 layers = [tuple(torch.randn(H, d, J, generator=g) / J**0.5 for d in (K, K, I)) for _ in range(3)]
-expect_close(transformer(M, []), M, "transformer(M, [])", hint="With no layers, return M unchanged.")
-expect_close(transformer(M, layers[:1]), self_attention(M, *layers[0]), "transformer with one layer",
+expect_close(transformer(M, []), M, "transformer(M, [])",
+             hint="With no layers, return M unchanged.")
+expect_close(transformer(M, layers[:1]), self_attention(M, *layers[0]),
+             "transformer with one layer",
              hint="One layer is one call of your self_attention.")
 if torch.allclose(transformer(M, layers), self_attention(M, *layers[-1])):
-    raise Explained("transformer(M, three layers) equals the last layer applied to M: every layer must read "
-                    "the previous layer's output, not the input M.")
+    raise Explained("transformer(M, three layers) equals the last layer applied to M: "
+                    "every layer must read the previous layer's output, not the input M.")
 expected = self_attention(self_attention(self_attention(M, *layers[0]), *layers[1]), *layers[2])
 expect_close(transformer(M, layers), expected, "transformer with three layers",
              hint="Each layer must take the previous layer's output as its input, in order.")
@@ -283,7 +291,8 @@ def all_pairs(M: torch.Tensor) -> torch.Tensor:
     return torch.einsum("tj,Tj->tT", M, M)
 
 
-print("    T     J | row sums: depth serial, log; work | all pairs: depth serial, log; work; largest tensor")
+print("    T     J | row sums: depth serial, log; work | "
+      "all pairs: depth serial, log; work; largest tensor")
 for T, J in [] if is_grading() else [(8, 64), (500, 64), (8, 1000), (500, 1000)]:
     meta = torch.empty(T, J, device="meta")
     rows = [parallel_time(row_sums, meta, model=model) for model in ("serial", "log")]
@@ -294,8 +303,10 @@ for T, J in [] if is_grading() else [(8, 64), (500, 64), (8, 1000), (500, 1000)]
     log_J = math.ceil(math.log2(J))
     assert (rows[0].depth, rows[1].depth, rows[1].work) == (J, log_J, T * J), \
         "the row sums' depth or work is not the count worked out above"  # claim: ch1-worked-rows
-    assert (pairs[0].depth, pairs[1].depth, pairs[1].work, largest) == (1 + J, 1 + log_J, 2 * T * T * J, T * T), \
-        "the all-pairs depth, work or memory is not the count worked out above"  # claim: ch1-worked-pairs
+    assert (pairs[0].depth, pairs[1].depth, pairs[1].work,
+            largest) == (1 + J, 1 + log_J, 2 * T * T * J, T * T), (
+        "the all-pairs depth, work or memory is not the count worked out above"
+    )  # claim: ch1-worked-pairs
 
 # %% [markdown]
 # **Problem 1.3 (seed 002 P4a): one softmax.** Fix a head $h$ and a query position $t$.
@@ -523,12 +534,15 @@ from attnlab.kernels import attention_backend
 
 
 def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
-    """scaled_dot_product_attention on 4-D inputs [1, H, T, .]: PyTorch runs a fused kernel where one can."""
-    return F.scaled_dot_product_attention(Query, Key, Value)  # [1, H, T, I], scores scaled by 1/sqrt(K)
+    """scaled_dot_product_attention on 4-D inputs [1, H, T, .]: PyTorch runs a fused kernel where
+    one can."""
+    # [1, H, T, I], scores scaled by 1/sqrt(K)
+    return F.scaled_dot_product_attention(Query, Key, Value)
 
 
 def math_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
-    """The same on 3-D inputs [H, T, .]: every fused kernel refuses them and the math kernel runs."""
+    """The same on 3-D inputs [H, T, .]: every fused kernel refuses them and the math kernel
+    runs."""
     return F.scaled_dot_product_attention(Query[0], Key[0], Value[0])
 
 
@@ -536,18 +550,25 @@ g = torch.Generator().manual_seed(2)
 T, H, I = 128, 4, 16
 K, J = I, H * I
 M = torch.randn(T, J, generator=g, dtype=torch.float64).to(device)
-select = torch.eye(J, dtype=torch.float64, device=device).reshape(H, I, J)  # select[h] picks M's columns h*I..
-blocks = M.view(T, H, I).transpose(0, 1)[None]   # [1, H, T, I]: blocks[0, h] = M's h-th block of I columns
-assert blocks.stride(-1) == 1, "the blocks' last dimension must be contiguous for a fused kernel to take them"
-qkv_blocks = (blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))  # head h: blocks h, h+1, h+2
+# select[h] picks M's columns h*I..
+select = torch.eye(J, dtype=torch.float64, device=device).reshape(H, I, J)
+# [1, H, T, I]: blocks[0, h] = M's h-th block of I columns
+blocks = M.view(T, H, I).transpose(0, 1)[None]
+assert blocks.stride(-1) == 1, \
+    "the blocks' last dimension must be contiguous for a fused kernel to take them"
+# head h: blocks h, h+1, h+2
+qkv_blocks = (blocks, blocks.roll(-1, dims=1), blocks.roll(-2, dims=1))
 fused = fused_attention(*qkv_blocks)
-print(f"scaled_dot_product_attention on 4-D float64 inputs ran: {attention_backend(fused_attention, *qkv_blocks)}")
+print("scaled_dot_product_attention on 4-D float64 inputs "
+      f"ran: {attention_backend(fused_attention, *qkv_blocks)}")
 
 # %% tags=["answer-output"]
 mine = self_attention(M, select, select.roll(-1, dims=0), select.roll(-2, dims=0))  # [T, H*I]
 err = (mine.reshape(T, H, I).transpose(0, 1) - fused[0]).abs().max().item()
 print(f"max |self_attention - scaled_dot_product_attention| = {err:.2e}")
-assert err < 1e-10, f"your self_attention differs from scaled_dot_product_attention by {err:.2e}: run its tests above"
+assert err < 1e-10, \
+    f"your self_attention differs from scaled_dot_product_attention by {err:.2e}: " \
+    "run its tests above"
 
 
 # %% [markdown]
@@ -572,7 +593,8 @@ from attnlab.kernels import run_times
 H, K, I = 4, 64, 64
 J = H * I
 dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-# name -> (function, what it is given: "layer" M and the weights, "heads" Query, Key, Value, "product" M and W)
+# name -> (function, what it is given: "layer" M and the weights, "heads" Query, Key, Value,
+# "product" M and W)
 methods = {"self_attention (einsum)": (self_attention, "layer"),
            "the projections alone (one product)": (torch.matmul, "product"),
            "3-D inputs": (math_attention, "heads"),
@@ -581,24 +603,29 @@ Ts = [] if is_grading() else ([256, 512, 1024, 2048, 4096, 8192, 16384] if devic
                               else [64, 128, 256, 512, 1024])
 g = torch.Generator().manual_seed(3)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g).to(device, dtype) / J**0.5 for d in (K, K, I))
-W = torch.randn(J, H * (2 * K + I), generator=g).to(device, dtype) / J**0.5  # the projections' work, stacked
+# the projections' work, stacked
+W = torch.randn(J, H * (2 * K + I), generator=g).to(device, dtype) / J**0.5
 runs = {name: [] for name in methods}      # per method: the list of run times at each T
 kernels = {}                               # per method: the kernel that ran
-C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" else 1  # processors
+# processors
+C = torch.cuda.get_device_properties(0).multi_processor_count * 128 if device.type == "cuda" else 1
 all_threads = torch.get_num_threads()
 torch.set_num_threads(1 if device.type == "cpu" else all_threads)
 with torch.no_grad():
     for T in Ts:
         M = torch.randn(T, J, generator=g).to(device, dtype)
-        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]  # [1, H, T, .]
+        # [1, H, T, .]
+        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]
         given = {"layer": (M, WQ, WK, WV), "heads": heads, "product": (M, W)}
         for name, (fn, kind) in methods.items():
-            kernels[name] = "a matrix product" if kind == "product" else attention_backend(fn, *given[kind])
+            kernels[name] = ("a matrix product" if kind == "product"
+                             else attention_backend(fn, *given[kind]))
             runs[name].append(run_times(fn, *given[kind]))
 torch.set_num_threads(all_threads)
 print(f"device {device.type}, dtype {dtype}, C = {C} processors, H={H}, K=I={K}, J={J}")
 for k, T in enumerate(Ts):
-    print(f"T = {T:5d}: " + "  ".join(f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods))
+    print(f"T = {T:5d}: "
+          + "  ".join(f"{statistics.median(runs[name][k]) * 1e3:8.2f} ms" for name in methods))
 if len(Ts) > 1:
     print(f"from T = {Ts[-2]} to T = {Ts[-1]} (the scores' work x4), time grew:")
     for name in methods:
@@ -610,7 +637,8 @@ if Ts:
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for name in methods:
         q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in runs[name]))
-        ax.errorbar(Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
+        ax.errorbar(Ts, med,
+                    yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
                     marker="o", capsize=3, label=f"{name}: {kernels[name]} ran")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -641,8 +669,8 @@ if Ts:
 
 # %% tags=["answer-output"]
 def memory_bytes(fn, *args) -> int:
-    """Bytes fn(*args) takes: on a GPU the allocator's peak above what was allocated before; elsewhere the
-    largest tensor it allocates."""
+    """Bytes fn(*args) takes: on a GPU the allocator's peak above what was allocated before;
+    elsewhere the largest tensor it allocates."""
     if device.type != "cuda":
         return largest_tensor(fn, *args) * args[0].element_size()
     torch.cuda.synchronize()
@@ -658,17 +686,21 @@ g = torch.Generator().manual_seed(4)
 with torch.no_grad():
     for T in Ts:
         M = torch.randn(T, J, generator=g).to(device, dtype)
-        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]  # [1, H, T, .]
+        # [1, H, T, .]
+        heads = [torch.randn(1, H, T, d, generator=g).to(device, dtype) for d in (K, K, I)]
         memory["self_attention (einsum)"].append(memory_bytes(self_attention, M, WQ, WK, WV))
         memory["4-D inputs"].append(memory_bytes(fused_attention, *heads))
         del M, heads
 what = "allocator's peak" if device.type == "cuda" else "largest tensor"
 for k, T in enumerate(Ts):
-    print(f"T = {T:5d}: " + "  ".join(f"{name} {memory[name][k] / 2**20:8.2f} MiB" for name in memory) + f" ({what})")
+    print(f"T = {T:5d}: "
+          + "  ".join(f"{name} {memory[name][k] / 2**20:8.2f} MiB" for name in memory)
+          + f" ({what})")
 if len(Ts) > 1:
     print(f"from T = {Ts[-2]} to T = {Ts[-1]}, memory grew:")
     for name in memory:
-        print(f"  {name} (backend: {kernels[name]}): x{memory[name][-1] / memory[name][-2]:.1f}")  # claim: ch1-memory-growth
+        print(f"  {name} (backend: {kernels[name]}): "
+              f"x{memory[name][-1] / memory[name][-2]:.1f}")  # claim: ch1-memory-growth
 
 # %% [markdown]
 # Now your answers to Problem 1.5 against measurements of your own layer at many sizes. The
@@ -701,16 +733,19 @@ def evaluate(answer: str, variables: list[str], **sizes: float) -> float | None:
 
 # what is measured -> (base sizes, the values each size takes in turn); J = H*I, K <= J throughout
 SWEEPS = {"work": ({"T": 64, "H": 4, "K": 4, "J": 64},
-                   {"T": [8, 32, 128, 512, 2048], "H": [1, 4, 16, 64], "K": [2, 4, 16, 64], "J": [16, 64, 256, 1024]}),
-          "memory": ({"T": 256, "H": 4, "K": 4, "J": 32},   # T >= J: the scores are the largest tensor
-                     {"T": [256, 512, 1024, 2048, 4096], "H": [1, 2, 4, 8, 16, 32], "K": [2, 4, 16, 32],
+                   {"T": [8, 32, 128, 512, 2048], "H": [1, 4, 16, 64], "K": [2, 4, 16, 64],
+                    "J": [16, 64, 256, 1024]}),
+          # T >= J: the scores are the largest tensor
+          "memory": ({"T": 256, "H": 4, "K": 4, "J": 32},
+                     {"T": [256, 512, 1024, 2048, 4096], "H": [1, 2, 4, 8, 16, 32],
+                      "K": [2, 4, 16, 32],
                       "J": [32, 64, 128, 256]})}
 DRIFT = 3  # an answer of the right order stays within this factor of level along every size
 
 
 def layer_cost(T: int, H: int, K: int, J: int) -> tuple[int, int, int]:
-    """(work, entries of the largest tensor, scores normalised) of your self_attention on meta tensors M[T, J],
-    WQ/WK[H, K, J], WV[H, J/H, J]."""
+    """(work, entries of the largest tensor, scores normalised) of your self_attention on meta
+    tensors M[T, J], WQ/WK[H, K, J], WV[H, J/H, J]."""
     shapes = [(T, J), (H, K, J), (H, K, J), (H, J // H, J)]
     work = parallel_time(self_attention, *shapes, model="log").work
     meta = [torch.empty(*shape, device="meta") for shape in shapes]
@@ -724,12 +759,14 @@ sweeps = {} if is_grading() else {  # what -> size -> [(sizes, work, largest, sc
 
 
 def drifts(answer: str, what: str) -> dict[str, list[float]] | None:
-    """Per size: the measurement over `answer` along its sweep, scaled to 1 at the first size (None: not drawn)."""
+    """Per size: the measurement over `answer` along its sweep, scaled to 1 at the first size (None:
+    not drawn)."""
     out = {}
     for name, points in sweeps[what].items():
         measured = [work if what == "work" else scores for sizes, work, largest, scores in points]
         if not all(m > 0 for m in measured):
-            print(f"({what} not drawn: your layer runs no softmax the profiler sees, as in a fused kernel)")
+            print(f"({what} not drawn: your layer runs no softmax "
+                  "the profiler sees, as in a fused kernel)")
             return None
         predicted = [evaluate(answer, ["T", "H", "J", "K"], **sizes) for sizes, *_ in points]
         if None in predicted or not all(math.isfinite(p) and p > 0 for p in predicted):
@@ -752,8 +789,10 @@ if sweeps:
             growth = [v / values[0] for v in values]
             ax.plot(growth, ratios, "o-", label=f"{size} grows")
             spread = max(ratios) / min(ratios)
-            verdict = "level" if spread <= DRIFT else "NOT level: the order in this size looks wrong"
-            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, measured/answer moves x{spread:.2f} ({verdict})")
+            verdict = ("level" if spread <= DRIFT
+                       else "NOT level: the order in this size looks wrong")
+            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, "
+                  f"measured/answer moves x{spread:.2f} ({verdict})")
         ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
@@ -765,23 +804,28 @@ if sweeps:
     plt.show()
 
 # %% tags=["solutions-only"]
-# The worked solution's figures (Problem 1.5), measured on the reference self_attention: the exact work and memory,
-# and the reference answers level while answers of another order are not.
+# The worked solution's figures (Problem 1.5), measured on the reference self_attention: the exact
+# work and memory, and the reference answers level while answers of another order are not.
 if sweeps:
-    for sizes, work, largest, scores in (point for what in sweeps.values() for points in what.values() for point in points):
+    for sizes, work, largest, scores in (point for what in sweeps.values()
+                                         for points in what.values() for point in points):
         T, H, K, J = sizes["T"], sizes["H"], sizes["K"], sizes["J"]
-        assert work == 4 * H * T * K * J + 2 * T * J**2 + 2 * H * T**2 * K + 2 * T**2 * J + 4 * H * T**2, \
+        assert work == (4 * H * T * K * J + 2 * T * J**2 + 2 * H * T**2 * K + 2 * T**2 * J
+                        + 4 * H * T**2), \
             f"the work at {sizes} is not the worked solution's count"  # claim: ch1-work-exact
         if T >= J:
-            assert largest == H * T * T, f"the largest tensor at {sizes} is not the scores"  # claim: ch1-scores-largest
+            assert largest == H * T * T, \
+                f"the largest tensor at {sizes} is not the scores"  # claim: ch1-scores-largest
         assert scores == H * T * T, f"the softmax does not normalise H T^2 scores at {sizes}"
-    for what, right, wrong in [("work", LAYER_WORK, ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K", "H*T^2*K + T^2*J",
+    for what, right, wrong in [("work", LAYER_WORK,
+                                ["T^2*J + T*J^2", "T^2*H*K + T*J*H*K", "H*T^2*K + T^2*J",
                                                       "T*J*H*K + T*J^2"]),
                                ("memory", SCORES_MEMORY, ["T^2", "J*T^2", "H*K*T^2"])]:
         spread = max(max(r) / min(r) for r in drifts(right, what).values())
         assert spread <= 1.6, f"{right} moves x{spread:.2f}: not level"  # claim: ch1-level
         for answer in wrong:
-            assert max(max(r) / min(r) for r in drifts(answer, what).values()) > 2 * DRIFT, f"{answer} looks level"  # claim: ch1-drift
+            assert max(max(r) / min(r) for r in drifts(answer, what).values()) > 2 * DRIFT, \
+                f"{answer} looks level"  # claim: ch1-drift
 
 # %% [markdown]
 # ## 1.5 Depth, measured
@@ -801,7 +845,8 @@ L, H, K, I = 2, 4, 16, 16
 J = H * I
 layer_shapes = [((H, K, J), (H, K, J), (H, I, J))] * L
 depth_Ts = [] if is_grading() else [2**k for k in range(2, 21)]
-depths = {model: [parallel_time(transformer, (T, J), layer_shapes, model=model).depth for T in depth_Ts]
+depths = {model: [parallel_time(transformer, (T, J), layer_shapes,
+                                model=model).depth for T in depth_Ts]
           for model in ("serial", "log")}
 
 
@@ -823,16 +868,20 @@ if depth_Ts:
         ax.legend(fontsize=8)
     plt.tight_layout()
     plt.show()
-    print("one layer, T = 1,000,000:", parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
+    print("one layer, T = 1,000,000:",
+          parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial"))
 
 # %% tags=["solutions-only"]
 # The worked solution's figures (Section 1.3), measured on the reference transformer above.
 if depth_Ts:
     serial, log = depths["serial"], depths["log"]
-    assert all((b - a) == 2 * L * (T2 - T1) for a, b, T1, T2 in zip(serial, serial[1:], depth_Ts, depth_Ts[1:])), \
+    assert all((b - a) == 2 * L * (T2 - T1)
+               for a, b, T1, T2 in zip(serial, serial[1:], depth_Ts, depth_Ts[1:])), \
         "the serial depth climbs by 2L per unit of T"  # claim: ch1-serial-slope
-    assert all(b - a == 2 * L for a, b in zip(log, log[1:])), "the log depth climbs by 2L per doubling"  # claim: ch1-log-doubling
-    assert parallel_time(transformer, (10**6, J), layer_shapes[:1], model="serial").depth == 2 * 10**6 + J + K + 6, \
+    assert all(b - a == 2 * L for a, b in zip(log, log[1:])), \
+        "the log depth climbs by 2L per doubling"  # claim: ch1-log-doubling
+    assert parallel_time(transformer, (10**6, J), layer_shapes[:1],
+                         model="serial").depth == 2 * 10**6 + J + K + 6, \
         "one layer at T = 10^6 has serial depth 2T + J + K + 6"  # claim: ch1-one-layer
 
 # %% [markdown]
@@ -848,14 +897,18 @@ if depth_Ts:
 # %% tags=["answer-output"]
 from attnlab.fits import spread
 
-DEPTH_SWEEPS = ({"L": 2, "T": 64, "J": 64, "K": 16},  # base sizes (H = 4 heads), then the values each size takes
-                {"L": [1, 2, 4, 8, 16], "T": [4, 64, 1024, 16384, 262144], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
+# base sizes (H = 4 heads), then the values each size takes
+DEPTH_SWEEPS = ({"L": 2, "T": 64, "J": 64, "K": 16},
+                {"L": [1, 2, 4, 8, 16], "T": [4, 64, 1024, 16384, 262144], "J": [16, 64, 256, 1024],
+                 "K": [2, 4, 16, 64]})
 
 
 def depth_cost(L: int, T: int, J: int, K: int, H: int = 4) -> dict[str, int]:
-    """The depth of your transformer, L layers of H heads (I = J/H), on meta tensors, for each cost model."""
+    """The depth of your transformer, L layers of H heads (I = J/H), on meta tensors, for each cost
+    model."""
     shapes = [((H, K, J), (H, K, J), (H, J // H, J))] * L
-    return {model: parallel_time(transformer, (T, J), shapes, model=model).depth for model in ("serial", "log")}
+    return {model: parallel_time(transformer, (T, J), shapes,
+                                 model=model).depth for model in ("serial", "log")}
 
 
 depth_sweeps = {} if is_grading() else {name: [(sizes, depth_cost(**sizes)) for sizes in
@@ -864,10 +917,12 @@ depth_sweeps = {} if is_grading() else {name: [(sizes, depth_cost(**sizes)) for 
 
 
 def depth_drifts(answer: str, model: str) -> dict[str, list[float]] | None:
-    """Per size: the measured depth over `answer` along its sweep, scaled to 1 at the first size (None: not drawn)."""
+    """Per size: the measured depth over `answer` along its sweep, scaled to 1 at the first size
+    (None: not drawn)."""
     out = {}
     for name, points in depth_sweeps.items():
-        predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], H=4, **sizes) for sizes, _ in points]
+        predicted = [evaluate(answer, ["L", "T", "H", "J", "K"], H=4,
+                              **sizes) for sizes, _ in points]
         if None in predicted or not all(math.isfinite(p) and p > 0 for p in predicted):
             return None
         ratios = [measured[model] / p for (_, measured), p in zip(points, predicted)]
@@ -877,18 +932,21 @@ def depth_drifts(answer: str, model: str) -> dict[str, list[float]] | None:
 
 if depth_sweeps:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    for ax, model, name in zip(axes, ("serial", "log"), ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
+    for ax, model, name in zip(axes, ("serial", "log"),
+                               ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
         answer = globals().get(name)
         drawn = depth_drifts(answer, model) if isinstance(answer, str) else None
         if drawn is None:
             ax.set_title(f"{name}: not answered yet")
             continue
         for size, ratios in drawn.items():
-            growth = [sizes[size] / depth_sweeps[size][0][0][size] for sizes, _ in depth_sweeps[size]]
+            growth = [sizes[size] / depth_sweeps[size][0][0][size]
+                      for sizes, _ in depth_sweeps[size]]
             ax.plot(growth, ratios, "o-", label=f"{size} grows")
             moves = spread(ratios, [1.0] * len(ratios))
             verdict = "level" if moves <= DRIFT else "NOT level: the order in this size looks wrong"
-            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, measured/answer moves x{moves:.2f} ({verdict})")
+            print(f"{name} = {answer!r}: as {size} grows x{growth[-1]:g}, "
+                  f"measured/answer moves x{moves:.2f} ({verdict})")
         ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
@@ -900,14 +958,17 @@ if depth_sweeps:
     plt.show()
 
 # %% tags=["solutions-only"]
-# The reference answers stay level along every size; answers of another order drift along the size they get wrong.
+# The reference answers stay level along every size; answers of another order drift along the size
+# they get wrong.
 if depth_sweeps:
     for model, right, wrong in [("serial", PARALLEL_TIME_SERIAL, ["L*T", "L*(K + T)", "J + K + T"]),
-                                ("log", PARALLEL_TIME_LOG, ["log(L*J*K*T)", "L*log(T)", "log(J) + log(K) + log(T)"])]:
+                                ("log", PARALLEL_TIME_LOG,
+                                 ["log(L*J*K*T)", "L*log(T)", "log(J) + log(K) + log(T)"])]:
         moves = max(max(r) / min(r) for r in depth_drifts(right, model).values())
         assert moves <= 2, f"{right} moves x{moves:.2f}: not level"  # claim: ch1-depth-level
         for answer in wrong:
-            assert max(max(r) / min(r) for r in depth_drifts(answer, model).values()) > DRIFT, f"{answer} looks level"  # claim: ch1-depth-drift
+            assert max(max(r) / min(r) for r in depth_drifts(answer, model).values()) > DRIFT, \
+                f"{answer} looks level"  # claim: ch1-depth-drift
 
 # %% [markdown]
 # **Brent's bound.** A machine with $C$ processors runs a computation in time at most
@@ -927,7 +988,8 @@ if Ts and depth_Ts:
     scale = math.exp(sum(math.log(m / b) for m, b in zip(measured, bounds)) / len(bounds))
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ax.loglog(Ts, measured, "o-", label="measured wall-clock (median)")
-    ax.loglog(Ts, [scale * b for b in bounds], "k--", label=f"Brent: (work/C + depth) x fitted s/op, C={C}")
+    ax.loglog(Ts, [scale * b for b in bounds], "k--",
+              label=f"Brent: (work/C + depth) x fitted s/op, C={C}")
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("seconds per layer")
     ax.set_title(f"One layer on {device.type}: wall-clock against Brent's bound")

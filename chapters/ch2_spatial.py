@@ -67,7 +67,14 @@ from attnlab.equations import evaluate
 from attnlab.grading import is_grading
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
-from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import (
+    Explained,
+    expect_answer,
+    expect_close,
+    expect_equations,
+    expect_like,
+    expect_shape,
+)
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -121,35 +128,42 @@ V[h,x,y,i] = sum_{x2,y2} alpha[h,x,y,x2,y2] * Value[h,x2,y2,i]
 # %% nbgrader={"grade": true, "grade_id": "test_spatial_equations", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 expect_equations(SPATIAL_EQUATIONS,
                  inputs={"WQ": "H,K,J", "WK": "H,K,J", "WV": "H,I,J", "M": "X,Y,J"},
-                 defines={"Query": "H,X,Y,K", "Key": "H,X,Y,K", "Value": "H,X,Y,I", "alpha": "H,X,Y,X,Y",
+                 defines={"Query": "H,X,Y,K", "Key": "H,X,Y,K", "Value": "H,X,Y,I",
+                          "alpha": "H,X,Y,X,Y",
                           "V": "H,X,Y,I"},
                  what="SPATIAL_EQUATIONS (Problem 2.1)")
 
-# By hand: a 2 x 2 grid with J = 2: pixel (0,0) is [1, 0], pixel (1,1) is [0, 1], the others [0, 0]. One head
-# with K = 4: WQ[0,k] = [1, 0] and WK[0,k] = [0, 1] for every k (queries read coordinate 0, keys coordinate 1),
-# WV[0,0] = [0, 1]. The only score that is not 0 is query (0,0) against key (1,1): 4/sqrt(4) = 2. So query (0,0)
-# puts e^2/(e^2+3) on pixel (1,1), the only one with a value, and every other query spreads 1/4 over the pixels:
-# V[0, :, :, 0] = [[e^2/(e^2+3), 1/4], [1/4, 1/4]] = [[0.711, 0.25], [0.25, 0.25]].
+# By hand: a 2 x 2 grid with J = 2: pixel (0,0) is [1, 0], pixel (1,1) is [0, 1], the others [0, 0].
+# One head with K = 4: WQ[0,k] = [1, 0] and WK[0,k] = [0, 1] for every k (queries read coordinate 0,
+# keys coordinate 1), WV[0,0] = [0, 1]. The only score that is not 0 is query (0,0) against key
+# (1,1): 4/sqrt(4) = 2. So query (0,0) puts e^2/(e^2+3) on pixel (1,1), the only one with a value,
+# and every other query spreads 1/4 over the pixels: V[0, :, :, 0] = [[e^2/(e^2+3), 1/4], [1/4,
+# 1/4]] = [[0.711, 0.25], [0.25, 0.25]].
 e2, e4 = math.exp(2), math.exp(4)
 hand = {"WQ": torch.tensor([[[1.0, 0.0]] * 4], dtype=torch.float64),
         "WK": torch.tensor([[[0.0, 1.0]] * 4], dtype=torch.float64),
         "WV": torch.tensor([[[0.0, 1.0]]], dtype=torch.float64),
-        "M": torch.tensor([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)}
-got = evaluate(SPATIAL_EQUATIONS, hand, sizes={"H": 1, "K": 4, "I": 1, "J": 2, "X": 2, "Y": 2})["V"][0, :, :, 0]
+        "M": torch.tensor([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]],
+                          dtype=torch.float64)}
+got = evaluate(SPATIAL_EQUATIONS, hand,
+               sizes={"H": 1, "K": 4, "I": 1, "J": 2, "X": 2, "Y": 2})["V"][0, :, :, 0]
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
-    "the softmax runs over one coordinate of the key pixel (x2 or y2) only; it must run over all X*Y key "
-    "pixels together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
-    "the query and the key pixel are swapped in the scores: alpha[h,x,y,x2,y2] compares the query at (x,y) "
-    "with the key at (x2,y2)": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
+    "the softmax runs over one coordinate of the key pixel (x2 "
+    "or y2) only; it must run over all X*Y key pixels together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
+    "the query and the key pixel are swapped in the scores: "
+    "alpha[h,x,y,x2,y2] compares the query at (x,y) with the key at (x2,y2)":
+        [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
-        raise Explained(f"Evaluated on the hand-checked 2 x 2 grid your V[0,:,:,0] is {got.tolist()}: {mistake}.")
+        raise Explained("Evaluated on the hand-checked 2 x 2 grid "
+                        f"your V[0,:,:,0] is {got.tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[e2 / (e2 + 3), 0.25], [0.25, 0.25]], dtype=torch.float64),
-             "your equations' V[0,:,:,0] on the hand-checked 2 x 2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
-             hint="Every query pixel's weights must sum to one over all X*Y key pixels (x2, y2) together, and V sums "
-                  "the weighted values over both x2 and y2.")
+             "your equations' V[0,:,:,0] on the hand-checked 2 "
+             "x 2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
+             hint="Every query pixel's weights must sum to one over all X*Y key pixels "
+                  "(x2, y2) together, and V sums the weighted values over both x2 and y2.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -164,7 +178,8 @@ hidden_check("ch2.SPATIAL_EQUATIONS", SPATIAL_EQUATIONS)
 # (head 0 first). Keep the inputs' device and dtype.
 
 # %% nbgrader={"grade": false, "grade_id": "spatial_self_attention", "locked": false, "schema_version": 3, "solution": true}
-def spatial_self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+def spatial_self_attention(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor,
+                           WV: torch.Tensor) -> torch.Tensor:
     """One spatial self-attention layer, the equations of Problem 2.1.
 
     M[X, Y, J], WQ[H, K, J], WK[H, K, J], WV[H, I, J] -> [X, Y, H*I], heads concatenated
@@ -192,29 +207,37 @@ WQ = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
 WK = torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5
 WV = torch.randn(H, I, J, generator=g, dtype=torch.float64) / J**0.5
 out = spatial_self_attention(M, WQ, WK, WV)
-expect_shape(out, (X, Y, H * I), "spatial_self_attention(M[3,4,8], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
+expect_shape(out, (X, Y, H * I),
+             "spatial_self_attention(M[3,4,8], WQ[2,3,8], WK[2,3,8], WV[2,4,8])",
              hint="The output keeps the grid [X, Y] and has H*I channels.")
 expect_like(out, M, "spatial_self_attention on float64 inputs")
 expect_like(spatial_self_attention(M.float(), WQ.float(), WK.float(), WV.float()), M.float(),
             "spatial_self_attention on float32 inputs")
 
 # Heads are concatenated in order, head 0 first: channels h*I .. (h+1)*I - 1 are head h alone.
-heads = [spatial_self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]  # your one-head layers
+# your one-head layers
+heads = [spatial_self_attention(M, WQ[h:h + 1], WK[h:h + 1], WV[h:h + 1]) for h in range(H)]
 if torch.allclose(out, torch.stack(heads).reshape(X, Y, H * I)):
-    raise Explained("The heads are reshaped without permuting: V[h, x, y, i] reshaped straight to [X, Y, H*I] "
-                    "mixes pixels and heads. Permute V to [X, Y, H, I] first, then reshape.")
+    raise Explained("The heads are reshaped without permuting: V[h, x, y, "
+                    "i] reshaped straight to [X, Y, H*I] mixes pixels and "
+                    "heads. Permute V to [X, Y, H, I] first, then reshape.")
 for h in range(H):
-    expect_close(out[..., h * I:(h + 1) * I], heads[h], f"channels {h * I}..{(h + 1) * I - 1} of the output",
-                 hint=f"These channels must be head {h} alone, block by block: permute V[H, X, Y, I] to [X, Y, H, I] "
-                      "before reshaping (not [X, Y, I, H], which interleaves the heads channel by channel).")
+    expect_close(out[..., h * I:(h + 1) * I], heads[h],
+                 f"channels {h * I}..{(h + 1) * I - 1} of the output",
+                 hint=f"These channels must be head {h} alone, block by block: "
+                      "permute V[H, X, Y, I] to [X, Y, H, I] before reshaping (not "
+                      "[X, Y, I, H], which interleaves the heads channel by channel).")
 
 # A single pixel attends to itself with weight 1: the output is its Value, heads concatenated.
 one = M[:1, :1]
-expect_close(spatial_self_attention(one, WQ, WK, WV), torch.einsum("hij,j->hi", WV, one[0, 0]).reshape(1, 1, -1),
+expect_close(spatial_self_attention(one, WQ, WK, WV),
+             torch.einsum("hij,j->hi", WV, one[0, 0]).reshape(1, 1, -1),
              "spatial_self_attention on a 1 x 1 image",
-             hint="With one pixel every weight is 1: the output is W^V[h] M[0,0] for each head, concatenated.")
+             hint="With one pixel every weight is 1: the output "
+                  "is W^V[h] M[0,0] for each head, concatenated.")
 
-# By hand, the 2 x 2 grid of Problem 2.1's test: [[e^2/(e^2+3), 1/4], [1/4, 1/4]] = [[0.711, 0.25], [0.25, 0.25]].
+# By hand, the 2 x 2 grid of Problem 2.1's test: [[e^2/(e^2+3), 1/4], [1/4, 1/4]] = [[0.711, 0.25],
+# [0.25, 0.25]].
 e2, e4 = math.exp(2), math.exp(4)
 WQ1 = torch.tensor([[[1.0, 0.0]] * 4], dtype=torch.float64)  # queries read coordinate 0 (K = 4)
 WK1 = torch.tensor([[[0.0, 1.0]] * 4], dtype=torch.float64)  # keys read coordinate 1
@@ -224,33 +247,38 @@ got = spatial_self_attention(M1, WQ1, WK1, WV1)
 expect_shape(got, (2, 2, 1), "spatial_self_attention on the hand-checked 2 x 2 grid")
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[e4 / (e4 + 3), 0.25], [0.25, 0.25]],
-    "the softmax runs over one axis of the key pixel (x' or y') only; it must run over all X*Y key pixels "
-    "together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
-    "the softmax runs over x' in each column y' separately and is divided by Y (so each column's weights sum "
-    "to 1/Y); it must run over all X*Y key pixels together": [[e2 / (e2 + 1) / 2, 0.25], [0.25, 0.25]],
+    "the softmax runs over one axis of the key pixel (x' or "
+    "y') only; it must run over all X*Y key pixels together": [[e2 / (e2 + 1), 0.5], [0.5, 0.5]],
+    "the softmax runs over x' in each column y' separately and is divided by Y (so "
+    "each column's weights sum to 1/Y); it must run over all X*Y key pixels together":
+        [[e2 / (e2 + 1) / 2, 0.25], [0.25, 0.25]],
     "the query and the key pixel are swapped in the scores": [[0.25, 0.25], [0.25, 1 / (e2 + 3)]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got[..., 0], torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
-        raise Explained(f"On the hand-checked 2 x 2 grid you return {got[..., 0].tolist()}: {mistake}.")
+        raise Explained("On the hand-checked 2 x 2 grid you "
+                        f"return {got[..., 0].tolist()}: {mistake}.")
 expect_close(got[..., 0], torch.tensor([[e2 / (e2 + 3), 0.25], [0.25, 0.25]], dtype=torch.float64),
-             "spatial_self_attention on the hand-checked 2 x 2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
-             hint="Every query pixel's weights must sum to one over all X*Y key pixels together (one softmax over "
-                  "(x', y')), and the values are summed over both x' and y'.")
+             "spatial_self_attention on the hand-checked 2 x "
+             "2 grid (expected [[0.711, 0.25], [0.25, 0.25]])",
+             hint="Every query pixel's weights must sum to one over all X*Y key pixels together "
+                  "(one softmax over (x', y')), and the values are summed over both x' and y'.")
 
 # Transposing the image (swapping x and y) transposes the output.
 expect_close(spatial_self_attention(M.transpose(0, 1), WQ, WK, WV), out.transpose(0, 1),
              "spatial_self_attention of the transposed image",
-             hint="Some reshape mixes up x and y: keep the order [X, Y] whenever you flatten or unflatten the grid.")
+             hint="Some reshape mixes up x and y: keep the order [X, "
+                  "Y] whenever you flatten or unflatten the grid.")
 
 # The pixels are a set: moving every pixel to another place (any permutation of the X*Y pixels)
 # moves the outputs the same way.
 perm = torch.randperm(X * Y, generator=g)
 moved = M.reshape(X * Y, J)[perm].reshape(X, Y, J)
-expect_close(spatial_self_attention(moved, WQ, WK, WV), out.reshape(X * Y, -1)[perm].reshape(X, Y, -1),
+expect_close(spatial_self_attention(moved, WQ, WK, WV),
+             out.reshape(X * Y, -1)[perm].reshape(X, Y, -1),
              "spatial_self_attention of the image with its pixels permuted",
-             hint="Moving the pixels around must move the outputs the same way: the weights of a query pixel run over "
-                  "all key pixels together, whatever their rows and columns.")
+             hint="Moving the pixels around must move the outputs the same way: the weights of a "
+                  "query pixel run over all key pixels together, whatever their rows and columns.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -387,7 +415,8 @@ def attention_maps(layer, M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -
     coded = torch.cat([M, code.reshape(X, Y, N)], dim=-1)  # M[x, y, :] ; one-hot code of (x, y)
     ignore = M.new_zeros(H, K, N)
     WQc, WKc = torch.cat([WQ.to(M), ignore], dim=-1), torch.cat([WK.to(M), ignore], dim=-1)
-    WVc = torch.cat([M.new_zeros(N, J), code], dim=-1).repeat(H, 1, 1)  # [H, N, J + N]: the code alone
+    # [H, N, J + N]: the code alone
+    WVc = torch.cat([M.new_zeros(N, J), code], dim=-1).repeat(H, 1, 1)
     out = layer(coded, WQc, WKc, WVc)  # [X, Y, H*N], heads concatenated
     return out.reshape(X, Y, H, X, Y).permute(2, 0, 1, 3, 4)
 
@@ -400,8 +429,10 @@ M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
 WQ, WK = (torch.randn(H, K, J, generator=g, dtype=torch.float64) / J**0.5 for _ in range(2))
 alpha = attention_maps(spatial_self_attention, M, WQ, WK)  # your layer's weights
 weights = alpha[0, 0, 0]  # head 0, query pixel (0, 0): weights[x2, y2]
-print(f"your weights of query pixel (0, 0), head 0, summed over the image: {weights.sum().item():.3f}")
-print("  summed over each column y' of the image:", [round(v, 3) for v in weights.sum(dim=0).tolist()])
+print("your weights of query pixel (0, 0), head 0, "
+      f"summed over the image: {weights.sum().item():.3f}")
+print("  summed over each column y' of the image:",
+      [round(v, 3) for v in weights.sum(dim=0).tolist()])
 print(f"  under the per-column shortcut, every column would get 1/Y = {1 / Y:.3f}")
 
 # %% [markdown] tags=["solutions-only"]
@@ -426,10 +457,12 @@ print(f"  under the per-column shortcut, every column would get 1/Y = {1 / Y:.3f
 import torch.nn.functional as F
 
 
-def attention_1d(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor, WV: torch.Tensor) -> torch.Tensor:
+def attention_1d(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor,
+                 WV: torch.Tensor) -> torch.Tensor:
     """Chapter 1's layer through PyTorch's fused attention: M[T, J] -> [T, H*I]."""
     Query, Key, Value = (torch.einsum("hkj,tj->htk", W, M).contiguous()[None] for W in (WQ, WK, WV))
-    return F.scaled_dot_product_attention(Query, Key, Value)[0].transpose(0, 1).reshape(M.shape[0], -1)
+    fused = F.scaled_dot_product_attention(Query, Key, Value)[0]  # [H, T, I]
+    return fused.transpose(0, 1).reshape(M.shape[0], -1)
 
 
 g = torch.Generator().manual_seed(1)
@@ -439,18 +472,23 @@ M = torch.randn(X, Y, J, generator=g, dtype=torch.float64)
 WQ, WK, WV = (torch.randn(H, d, J, generator=g, dtype=torch.float64) / J**0.5 for d in (K, K, I))
 flattened = attention_1d(M.reshape(X * Y, J), WQ, WK, WV).reshape(X, Y, H * I)
 diff = (spatial_self_attention(M, WQ, WK, WV) - flattened).abs().max().item()
-print(f"max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, J)).reshape(X, Y, -1)| = {diff:.1e}")
+print("max |spatial_self_attention(M) - attention_1d(M.reshape(X*Y, "
+      f"J)).reshape(X, Y, -1)| = {diff:.1e}")
 assert diff < 1e-12, f"spatial_self_attention and the flattened 1-D layer differ by {diff:.1e}"
 
 # The per-axis alternative: softmax over x' in each column y' separately, each column weighted 1/Y.
 Query, Key = (torch.einsum("hkj,xyj->hxyk", W, M) for W in (WQ, WK))
 s = torch.einsum("hxyk,hXYk->hxyXY", Query, Key) / math.sqrt(K)
-joint = torch.softmax(s.flatten(-2), dim=-1).unflatten(-1, (X, Y))  # over the X*Y key pixels together
+# over the X*Y key pixels together
+joint = torch.softmax(s.flatten(-2), dim=-1).unflatten(-1, (X, Y))
 per_axis = torch.softmax(s, dim=3) / Y  # every column y' gets total weight 1/Y
-print(f"largest weight difference, joint vs per-axis softmax: {(joint - per_axis).abs().max().item():.3f}")
+print("largest weight difference, joint vs per-axis "
+      f"softmax: {(joint - per_axis).abs().max().item():.3f}")
 totals = joint[0, 0, 0].sum(dim=0)  # query pixel (0, 0), head 0: the weight on each column y'
-print("column totals of the joint weights for query pixel (0, 0), head 0:", [round(v, 3) for v in totals.tolist()])
-assert totals.max() - totals.min() > 0.05, f"the joint softmax's column totals vary: {totals}"  # claim: ch2-totals-vary
+print("column totals of the joint weights for query pixel (0, 0), head 0:",
+      [round(v, 3) for v in totals.tolist()])
+assert totals.max() - totals.min() > 0.05, \
+    f"the joint softmax's column totals vary: {totals}"  # claim: ch2-totals-vary
 
 # %% [markdown]
 # ## 2.5 What the heads look at
@@ -485,7 +523,8 @@ COLOURS = {"red": torch.tensor([1.0, 0.0, 0.0]), "green": torch.tensor([0.0, 1.0
            "blue": torch.tensor([0.0, 0.0, 1.0])}
 image = grey.expand(X, Y, 3).clone()
 xs, ys = torch.arange(X)[:, None].float(), torch.arange(Y)[None, :].float()
-for colour, cx, cy, radius in [("red", 8, 8, 5), ("green", 22, 10, 6), ("blue", 12, 23, 5), ("red", 24, 25, 4)]:
+for colour, cx, cy, radius in [("red", 8, 8, 5), ("green", 22, 10, 6), ("blue", 12, 23, 5),
+                               ("red", 24, 25, 4)]:
     image[(xs - cx) ** 2 + (ys - cy) ** 2 <= radius ** 2] = COLOURS[colour]
 noisy = image + 0.08 * torch.randn(X, Y, 3, generator=g)
 
@@ -504,8 +543,10 @@ features = torch.cat([noisy, pos], dim=-1)  # M[x, y, :] = colour ; position
 J, K, H = 3 + n_pos, n_pos, 2
 colour_scale, position_scale = 10.0, 2.0
 WQ = torch.zeros(H, K, J)
-WQ[0, :3, :3] = math.sqrt(colour_scale * math.sqrt(K)) * torch.eye(3)         # s = 10 * colour . colour'
-WQ[1, :, 3:] = math.sqrt(position_scale * math.sqrt(K)) * torch.eye(n_pos)    # s = 2 * position . position'
+# s = 10 * colour . colour'
+WQ[0, :3, :3] = math.sqrt(colour_scale * math.sqrt(K)) * torch.eye(3)
+# s = 2 * position . position'
+WQ[1, :, 3:] = math.sqrt(position_scale * math.sqrt(K)) * torch.eye(n_pos)
 WK = WQ.clone()
 WV = torch.zeros(H, 3, J)
 WV[:, :, :3] = torch.eye(3)  # both heads average colours
@@ -575,7 +616,8 @@ assert rms[1] < rms[0] and rms[1] < rms[2], rms
 # %% tags=["answer-output"]
 sides = [] if is_grading() else [2, 4, 8, 16, 32, 64, 128, 256]
 J, H, K, I = 64, 4, 16, 16
-depths = [parallel_time(spatial_self_attention, (n, n, J), (H, K, J), (H, K, J), (H, I, J), model="log").depth
+depths = [parallel_time(spatial_self_attention, (n, n, J), (H, K, J), (H, K, J), (H, I, J),
+                        model="log").depth
           for n in sides]
 
 
@@ -614,17 +656,23 @@ if sides:
 # %% tags=["answer-output"]
 from attnlab.fits import fit
 
-LAYER_SWEEPS = ({"X": 8, "Y": 8, "J": 64, "K": 16},  # base sizes (H = 4 heads, I = J/H), then each size's values
-                {"X": [2, 8, 32, 128, 512], "Y": [2, 8, 32, 128, 512], "J": [16, 64, 256, 1024], "K": [2, 4, 16, 64]})
+# base sizes (H = 4 heads, I = J/H), then each size's values
+LAYER_SWEEPS = ({"X": 8, "Y": 8, "J": 64, "K": 16},
+                {"X": [2, 8, 32, 128, 512], "Y": [2, 8, 32, 128, 512], "J": [16, 64, 256, 1024],
+                 "K": [2, 4, 16, 64]})
 layer_sweeps = {} if is_grading() else {
-    name: [(sizes, parallel_time(spatial_self_attention, (sizes["X"], sizes["Y"], sizes["J"]), (H, sizes["K"], sizes["J"]),
-                                 (H, sizes["K"], sizes["J"]), (H, sizes["J"] // H, sizes["J"]), model="log").depth)
+    name: [(sizes,
+            parallel_time(spatial_self_attention, (sizes["X"], sizes["Y"], sizes["J"]),
+                          (H, sizes["K"], sizes["J"]),
+                                 (H, sizes["K"], sizes["J"]), (H, sizes["J"] // H, sizes["J"]),
+                                 model="log").depth)
            for sizes in ({**LAYER_SWEEPS[0], name: v} for v in values)]
     for name, values in LAYER_SWEEPS[1].items()}
 
 
 def layer_fits(answer: object) -> dict[str, tuple[list[float], object]] | None:
-    """Per size: the measured depths along its sweep and your answer fitted to them (None: not drawn)."""
+    """Per size: the measured depths along its sweep and your answer fitted to them (None: not
+    drawn)."""
     try:
         expr = parse_answer(answer, ["X", "Y", "H", "J", "K"], what="SPATIAL_TIME_LAYER")
     except Exception as exc:  # an unfinished answer: say why, draw nothing
@@ -632,7 +680,8 @@ def layer_fits(answer: object) -> dict[str, tuple[list[float], object]] | None:
         return None
     out = {}
     for name, points in layer_sweeps.items():
-        f = [float(expr.subs({s: {**sizes, "H": H}[s.name] for s in expr.free_symbols})) for sizes, _ in points]
+        f = [float(expr.subs({s: {**sizes, "H": H}[s.name] for s in expr.free_symbols}))
+             for sizes, _ in points]
         out[name] = ([d for _, d in points], fit([d for _, d in points], f))
     return out
 
@@ -644,9 +693,11 @@ if layer_sweeps and (drawn := layer_fits(SPATIAL_TIME_LAYER)):
         ax.semilogx(xs, measured, "o", base=2, label="measured")
         ax.semilogx(xs, line.curve, "-", base=2, label="your answer, fitted")
         ax.set_xlabel(f"{name} (the others at their base)")
-        ax.set_title(f"{name} grows: " + ("follows" if line.follows else "does NOT follow"), fontsize=9)
+        ax.set_title(f"{name} grows: " + ("follows" if line.follows else "does NOT follow"),
+                     fontsize=9)
         print(f"SPATIAL_TIME_LAYER = {SPATIAL_TIME_LAYER!r} as {name} grows: "
-              + ("follows" if line.follows else "does NOT follow") + f" (misses by {line.miss:.0%} of the range)")
+              + ("follows" if line.follows else "does NOT follow")
+              + f" (misses by {line.miss:.0%} of the range)")
     axes[0].set_ylabel("depth (log cost model)")
     axes[0].legend(fontsize=8)
     plt.tight_layout()
@@ -655,6 +706,8 @@ if layer_sweeps and (drawn := layer_fits(SPATIAL_TIME_LAYER)):
 # %% tags=["solutions-only"]
 # The reference follows every sweep; answers of another order miss one (claim: the paragraph above).
 if layer_sweeps:
-    assert all(line.follows for _, line in layer_fits(SPATIAL_TIME_LAYER).values()), "the reference follows"  # claim: ch2-layer-follows
+    assert all(line.follows for _, line in layer_fits(SPATIAL_TIME_LAYER).values()), \
+        "the reference follows"  # claim: ch2-layer-follows
     for wrong in ["X*Y + J + K", "log(X) + log(J) + log(K)", "log(X*Y)", "X + Y"]:
-        assert not all(line.follows for _, line in layer_fits(wrong).values()), f"{wrong} follows"  # claim: ch2-layer-misses
+        assert not all(line.follows for _, line in layer_fits(wrong).values()), \
+            f"{wrong} follows"  # claim: ch2-layer-misses

@@ -60,7 +60,14 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnlab.equations import evaluate, parse_answer
-from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import (
+    Explained,
+    expect_answer,
+    expect_close,
+    expect_equations,
+    expect_like,
+    expect_shape,
+)
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -107,24 +114,31 @@ WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WQ[h,k,j1] * WK[h,k,j2] / sqrt(K)"
 expect_equations(WQ_TILDE, inputs={"WQ": "H,K,J", "WK": "H,K,J"}, defines={"WQ_tilde": "H,J,J"},
                  operands=("WQ", "WK"), what="WQ_TILDE (Problem 3.1)")
 
-# By hand (H = 1, K = 4, J = 2): every query row is e_0 = [1, 0], every key row is e_1 = [0, 1]. Then
-# Query . Key / sqrt(K) = (1/2) * 4 * M[t1, 0] M[t2, 1], so W~Q = [[0, 2], [0, 0]].
+# By hand (H = 1, K = 4, J = 2): every query row is e_0 = [1, 0], every key row is e_1 = [0, 1].
+# Then Query . Key / sqrt(K) = (1/2) * 4 * M[t1, 0] M[t2, 1], so W~Q = [[0, 2], [0, 0]].
 e0, e1 = torch.eye(2, dtype=torch.float64)
 hand = {"WQ": e0.expand(1, 4, 2), "WK": e1.expand(1, 4, 2)}
-got = evaluate(parse_answer(WQ_TILDE, ("WQ", "WK"), "WQ_tilde"), hand, sizes={"H": 1, "K": 4, "J": 2})["WQ_tilde"]
+got = evaluate(parse_answer(WQ_TILDE, ("WQ", "WK"), "WQ_tilde"), hand,
+               sizes={"H": 1, "K": 4, "J": 2})["WQ_tilde"]
 mistakes = {  # what some common mistakes give on this example (worked out by hand)
-    "that is the transpose of the right matrix: check which of j1, j2 pairs with the query position t1, and "
-    "which matrix that position's vector meets": [[[0.0, 0.0], [2.0, 0.0]]],
-    "that is twice the right matrix: the score Query . Key is scaled, and W~Q must give the scaled score": [[[0.0, 4.0], [0.0, 0.0]]],
-    "that is sqrt(2) times the right matrix here: check which size the score is divided by the square root of":
+    "that is the transpose of the right matrix: check which of j1, j2 pairs "
+    "with the query position t1, and which matrix that position's vector meets":
+        [[[0.0, 0.0], [2.0, 0.0]]],
+    "that is twice the right matrix: the score Query . "
+    "Key is scaled, and W~Q must give the scaled score": [[[0.0, 4.0], [0.0, 0.0]]],
+    "that is sqrt(2) times the right matrix here: check "
+    "which size the score is divided by the square root of":
         [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
 }
 for mistake, wrong in mistakes.items():
-    if got.shape == (1, 2, 2) and torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
-        raise Explained(f"Evaluated on the hand-checked example your WQ_tilde is {got.tolist()}: {mistake}.")
+    if got.shape == (1, 2, 2) and torch.allclose(got, torch.tensor(wrong, dtype=torch.float64),
+                                                 atol=1e-4):
+        raise Explained("Evaluated on the hand-checked example your "
+                        f"WQ_tilde is {got.tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[[0.0, 2.0], [0.0, 0.0]]], dtype=torch.float64),
              "your WQ_tilde on the hand-checked example (expected [[[0, 2], [0, 0]]])",
-             hint="Substitute the projections into the score and regroup: what multiplies M[t1, j1] M[t2, j2]?")
+             hint="Substitute the projections into the score and "
+                  "regroup: what multiplies M[t1, j1] M[t2, j2]?")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -150,9 +164,11 @@ H, K, J = 2, 3, 5
 WQ = torch.randn(H, K, J, generator=g, dtype=torch.float64)
 WK = torch.randn(H, K, J, generator=g, dtype=torch.float64)
 Wt = merge_query_key(WQ, WK)
-expect_shape(Wt, (H, J, J), "merge_query_key(WQ[2,3,5], WK[2,3,5])", hint="One J x J matrix per head.")
+expect_shape(Wt, (H, J, J), "merge_query_key(WQ[2,3,5], WK[2,3,5])",
+             hint="One J x J matrix per head.")
 expect_like(Wt, WQ, "merge_query_key on float64 inputs")
-expect_like(merge_query_key(WQ.float(), WK.float()), WQ.float(), "merge_query_key on float32 inputs")
+expect_like(merge_query_key(WQ.float(), WK.float()), WQ.float(),
+            "merge_query_key on float32 inputs")
 
 # The hand-checked example of Problem 3.1: W~Q = [[0, 2], [0, 0]].
 e0, e1 = torch.eye(2, dtype=torch.float64)
@@ -161,7 +177,8 @@ expect_shape(got, (1, 2, 2), "merge_query_key on the hand-checked example")
 mistakes = {
     "that is the transpose of W~Q (query and key sides swapped)": [[[0.0, 0.0], [2.0, 0.0]]],
     "that is twice W~Q here: the score's scale is not in it": [[[0.0, 4.0], [0.0, 0.0]]],
-    "that is sqrt(2) times W~Q here: the wrong size under the square root": [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
+    "that is sqrt(2) times W~Q here: the wrong size under the square root":
+        [[[0.0, 4 / 2**0.5], [0.0, 0.0]]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
@@ -171,7 +188,8 @@ expect_close(got, torch.tensor([[[0.0, 2.0], [0.0, 0.0]]], dtype=torch.float64),
 
 # The defining property: M[t1] W~Q[h] M[t2] is head h's score Query[h,t1] . Key[h,t2] / sqrt(K).
 M = torch.randn(4, J, generator=g, dtype=torch.float64)
-scores = torch.einsum("htk,hTk->htT", torch.einsum("hkj,tj->htk", WQ, M), torch.einsum("hkj,tj->htk", WK, M))
+scores = torch.einsum("htk,hTk->htT", torch.einsum("hkj,tj->htk", WQ, M),
+                      torch.einsum("hkj,tj->htk", WK, M))
 expect_close(torch.einsum("tj,hjJ,TJ->htT", M, Wt, M), scores / math.sqrt(K),
              "M W~Q[h] M^T against the scores Query . Key / sqrt(K) (Chapter 1)",
              hint="Every head is merged on its own: nothing mixes two heads.")
@@ -195,7 +213,8 @@ hidden_check("ch3.merge_query_key", merge_query_key)
 
 # %% nbgrader={"grade": false, "grade_id": "attention_weights", "locked": false, "schema_version": 3, "solution": true}
 def attention_weights(M: torch.Tensor, WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
-    """M[T, J], WQ[H, K, J], WK[H, K, J] -> alpha[H, T, T], softmax over t2 of Query.Key / sqrt(K)."""
+    """M[T, J], WQ[H, K, J], WK[H, K, J] -> alpha[H, T, T], softmax over t2 of Query.Key /
+    sqrt(K)."""
     ### BEGIN SOLUTION
     K = WQ.shape[1]
     Query = torch.einsum("hkj,tj->htk", WQ, M)
@@ -215,13 +234,15 @@ alpha = attention_weights(M, WQ, WK)
 expect_shape(alpha, (H, T, T), "attention_weights(M[5,6], WQ[2,3,6], WK[2,3,6])",
              hint="One T x T matrix per head: alpha[h, t1, t2].")
 expect_like(alpha, M, "attention_weights on float64 inputs")
-expect_like(attention_weights(M.float(), WQ.float(), WK.float()), M.float(), "attention_weights on float32 inputs")
+expect_like(attention_weights(M.float(), WQ.float(), WK.float()), M.float(),
+            "attention_weights on float32 inputs")
 expect_close(alpha.sum(dim=-1), torch.ones(H, T, dtype=torch.float64), "alpha summed over t2",
-             hint="The softmax runs over t2, the key position (the last axis): every row must sum to one.")
+             hint="The softmax runs over t2, the key position "
+                  "(the last axis): every row must sum to one.")
 
-# By hand (T = 2, J = 2, K = 4): M = [[1, 0], [0, 1]], every query row of WQ is [1, 0], every key row of WK is
-# [0, 1]. Then Query[t1] . Key[t2] / sqrt(4) = 2 M[t1, 0] M[t2, 1]: only s[0, 1] = 2 is not 0, so
-# alpha = [[1/(1+e^2), e^2/(1+e^2)], [1/2, 1/2]] = [[0.119, 0.881], [0.5, 0.5]].
+# By hand (T = 2, J = 2, K = 4): M = [[1, 0], [0, 1]], every query row of WQ is [1, 0], every key
+# row of WK is [0, 1]. Then Query[t1] . Key[t2] / sqrt(4) = 2 M[t1, 0] M[t2, 1]: only s[0, 1] = 2 is
+# not 0, so alpha = [[1/(1+e^2), e^2/(1+e^2)], [1/2, 1/2]] = [[0.119, 0.881], [0.5, 0.5]].
 e2, e4 = math.exp(2), math.exp(4)
 M1 = torch.eye(2, dtype=torch.float64)
 got = attention_weights(M1, M1[0].expand(1, 4, 2), M1[1].expand(1, 4, 2))
@@ -230,18 +251,21 @@ mistakes = {  # what some common mistakes give on this example (worked out by ha
     "the scores are not scaled by 1/sqrt(K) = 1/2": [[[1 / (1 + e4), e4 / (1 + e4)], [0.5, 0.5]]],
     "the softmax runs over t1, the query position; it must run over t2": [[[0.5, e2 / (1 + e2)],
                                                                           [0.5, 1 / (1 + e2)]]],
-    "the key at t1 is compared with the query at t2: alpha[h, t1, t2] compares the query at t1 with the key "
-    "at t2": [[[0.5, 0.5], [e2 / (1 + e2), 1 / (1 + e2)]]],
+    "the key at t1 is compared with the query at t2: alpha[h, "
+    "t1, t2] compares the query at t1 with the key at t2": [[[0.5, 0.5],
+                                                             [e2 / (1 + e2), 1 / (1 + e2)]]],
 }
 for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
         raise Explained(f"On the hand-checked example you return {got.tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[[1 / (1 + e2), e2 / (1 + e2)], [0.5, 0.5]]], dtype=torch.float64),
-             "attention_weights on the hand-checked example (expected [[[0.119, 0.881], [0.5, 0.5]]])")
+             "attention_weights on the hand-checked example "
+             "(expected [[[0.119, 0.881], [0.5, 0.5]]])")
 
 # Positions have no order: permuting the rows of M permutes both axes of alpha.
 perm = torch.tensor([3, 0, 4, 1, 2])
-expect_close(attention_weights(M[perm], WQ, WK), alpha[:, perm][:, :, perm], "attention_weights(M[perm])",
+expect_close(attention_weights(M[perm], WQ, WK), alpha[:, perm][:, :, perm],
+             "attention_weights(M[perm])",
              hint="alpha(M[perm])[h, a, b] must be alpha(M)[h, perm[a], perm[b]].")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -267,18 +291,22 @@ alpha = merged_attention_weights(M, Wt)
 expect_shape(alpha, (H, T, T), "merged_attention_weights(M[5,4], W~Q[3,4,4])",
              hint="One T x T matrix per head: alpha[h, t1, t2].")
 expect_like(alpha, M, "merged_attention_weights on float64 inputs")
-expect_like(merged_attention_weights(M.float(), Wt.float()), M.float(), "merged_attention_weights on float32 inputs")
+expect_like(merged_attention_weights(M.float(), Wt.float()), M.float(),
+            "merged_attention_weights on float32 inputs")
 expect_close(alpha.sum(dim=-1), torch.ones(H, T, dtype=torch.float64), "alpha summed over t2",
              hint="The softmax runs over t2, the key position (the last axis).")
 
-# By hand: M = [[1, 0], [0, 1]] and W~Q = [[0, 2], [0, 0]] (the merged matrix of Problem 3.1's example):
-# the scores are W~Q itself, so alpha = [[1/(1+e^2), e^2/(1+e^2)], [1/2, 1/2]] = [[0.119, 0.881], [0.5, 0.5]].
+# By hand: M = [[1, 0], [0, 1]] and W~Q = [[0, 2], [0, 0]] (the merged matrix of Problem 3.1's
+# example): the scores are W~Q itself, so alpha = [[1/(1+e^2), e^2/(1+e^2)], [1/2, 1/2]] = [[0.119,
+# 0.881], [0.5, 0.5]].
 e2 = math.exp(2)
-got = merged_attention_weights(torch.eye(2, dtype=torch.float64), torch.tensor([[[0.0, 2.0], [0.0, 0.0]]],
+got = merged_attention_weights(torch.eye(2, dtype=torch.float64),
+                               torch.tensor([[[0.0, 2.0], [0.0, 0.0]]],
                                                                                dtype=torch.float64))
 expect_shape(got, (1, 2, 2), "merged_attention_weights on the hand-checked example")
 mistakes = {
-    "t1 is paired with the second index of W~Q; the score is M[t1] W~Q[h] M[t2], t1 with the FIRST index":
+    "t1 is paired with the second index of W~Q; the "
+    "score is M[t1] W~Q[h] M[t2], t1 with the FIRST index":
         [[[0.5, 0.5], [e2 / (1 + e2), 1 / (1 + e2)]]],
     "the scores are scaled again; 1/sqrt(K) is already inside W~Q":
         [[[1 / (1 + math.exp(2**0.5)), 1 / (1 + math.exp(-2**0.5))], [0.5, 0.5]]],
@@ -289,11 +317,13 @@ for mistake, wrong in mistakes.items():
     if torch.allclose(got, torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
         raise Explained(f"On the hand-checked example you return {got.tolist()}: {mistake}.")
 expect_close(got, torch.tensor([[[1 / (1 + e2), e2 / (1 + e2)], [0.5, 0.5]]], dtype=torch.float64),
-             "merged_attention_weights on the hand-checked example (expected [[[0.119, 0.881], [0.5, 0.5]]])")
+             "merged_attention_weights on the hand-checked "
+             "example (expected [[[0.119, 0.881], [0.5, 0.5]]])")
 
 # Positions have no order: permuting the rows of M permutes both axes of alpha.
 perm = torch.tensor([3, 0, 4, 1, 2])
-expect_close(merged_attention_weights(M[perm], Wt), alpha[:, perm][:, :, perm], "merged_attention_weights(M[perm])",
+expect_close(merged_attention_weights(M[perm], Wt), alpha[:, perm][:, :, perm],
+             "merged_attention_weights(M[perm])",
              hint="alpha(M[perm])[h, a, b] must be alpha(M)[h, perm[a], perm[b]].")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -317,7 +347,8 @@ separate = attention_weights(M, WQ, WK)
 merged = merged_attention_weights(M, merge_query_key(WQ, WK))
 diff = (separate - merged).abs().max().item()
 print(f"max |alpha(WQ, WK) - alpha(W~Q)| = {diff:.1e} over {H} heads and {T} x {T} position pairs")
-assert diff < 1e-10, f"the two routes differ by {diff:.1e}: run the tests of your three functions above"
+assert diff < 1e-10, \
+    f"the two routes differ by {diff:.1e}: run the tests of your three functions above"
 
 
 # %% [markdown]
@@ -346,15 +377,17 @@ def params_merged(J: int) -> int:
 # %% nbgrader={"grade": true, "grade_id": "test_params_separate", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 for K, J in [(3, 8), (1, 1), (16, 4)]:
     if not isinstance(params_separate(K, J), int):
-        raise Explained(f"params_separate({K}, {J}) returned {type(params_separate(K, J)).__name__}; "
-                        "return a Python int.")
+        raise Explained(f"params_separate({K}, {J}) returned "
+                        f"{type(params_separate(K, J)).__name__}; return a Python int.")
 if params_separate(1, 1) != 2:
-    raise Explained(f"params_separate(1, 1) = {params_separate(1, 1)}, but with K = J = 1 a head's W^Q and W^K are "
-                    "one number each: count both matrices.")
+    raise Explained(f"params_separate(1, 1) = {params_separate(1, 1)}, but with K = J = "
+                    "1 a head's W^Q and W^K are one number each: count both matrices.")
 for K, J in [(3, 8), (5, 2)]:
-    if params_separate(2 * K, J) != 2 * params_separate(K, J) or params_separate(K, 2 * J) != 2 * params_separate(K, J):
-        raise Explained(f"params_separate({K}, {J}) = {params_separate(K, J)}, but doubling K or doubling J must "
-                        "double the count: W^Q[h] and W^K[h] have K rows and J columns each.")
+    if (params_separate(2 * K, J) != 2 * params_separate(K, J)
+            or params_separate(K, 2 * J) != 2 * params_separate(K, J)):
+        raise Explained(f"params_separate({K}, {J}) = {params_separate(K, J)}, "
+                        "but doubling K or doubling J must double the count: "
+                        "W^Q[h] and W^K[h] have K rows and J columns each.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -364,14 +397,16 @@ hidden_check("ch3.params_separate", params_separate)
 # %% nbgrader={"grade": true, "grade_id": "test_params_merged", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 for J in [8, 1, 5]:
     if not isinstance(params_merged(J), int):
-        raise Explained(f"params_merged({J}) returned {type(params_merged(J)).__name__}; return a Python int.")
+        raise Explained(f"params_merged({J}) returned "
+                        f"{type(params_merged(J)).__name__}; return a Python int.")
 if params_merged(1) != 1:
     raise Explained(f"params_merged(1) = {params_merged(1)}, but with J = 1, W~Q[h] is one number.")
 for J in [3, 8]:
     if params_merged(2 * J) != 4 * params_merged(J):
-        raise Explained(f"params_merged({J}) = {params_merged(J)} and params_merged({2 * J}) = {params_merged(2 * J)}, "
-                        "but doubling J must multiply the count by 4: W~Q[h] is a J x J matrix with no constraint "
-                        "(it is not symmetric), so every entry counts.")
+        raise Explained(f"params_merged({J}) = {params_merged(J)} and "
+                        f"params_merged({2 * J}) = {params_merged(2 * J)}, but doubling "
+                        "J must multiply the count by 4: W~Q[h] is a J x J matrix with "
+                        "no constraint (it is not symmetric), so every entry counts.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -406,16 +441,18 @@ for got, call in [(layer_params_separate(8, 64, 512), "layer_params_separate(8, 
                   (layer_params_merged(8, 512), "layer_params_merged(8, 512)")]:
     if not isinstance(got, int):
         raise Explained(f"{call} returned {type(got).__name__}; return a Python int.")
-# Every head has its own matrices: a layer of H heads has H times the parameters of a layer of one head.
+# Every head has its own matrices: a layer of H heads has H times the parameters of a layer of one
+# head.
 for H, K, J in [(3, 4, 8), (2, 5, 3), (8, 64, 512)]:
     if layer_params_separate(H, K, J) != H * layer_params_separate(1, K, J):
-        raise Explained(f"layer_params_separate({H}, {K}, {J}) = {layer_params_separate(H, K, J)}, but a layer of "
-                        f"{H} heads has {H} times the query and key parameters of one head "
-                        f"({layer_params_separate(1, K, J)} with your function): every head has its own W^Q[h] "
-                        "and W^K[h].")
+        raise Explained(f"layer_params_separate({H}, {K}, {J}) = {layer_params_separate(H, K, J)}, "
+                        f"but a layer of {H} heads has {H} times the query and key parameters of "
+                        f"one head ({layer_params_separate(1, K, J)} with your function): every "
+                        "head has its own W^Q[h] and W^K[h].")
     if layer_params_merged(H, J) != H * layer_params_merged(1, J):
-        raise Explained(f"layer_params_merged({H}, {J}) = {layer_params_merged(H, J)}, but a layer of {H} heads has "
-                        f"{H} times the merged parameters of one head ({layer_params_merged(1, J)} with your "
+        raise Explained(f"layer_params_merged({H}, {J}) = {layer_params_merged(H, J)}, "
+                        f"but a layer of {H} heads has {H} times the merged parameters "
+                        f"of one head ({layer_params_merged(1, J)} with your "
                         "function): every head has its own W~Q[h].")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -454,11 +491,15 @@ hidden_check("ch3.EQUAL_WHEN", EQUAL_WHEN)
 # %% tags=["answer-output"]
 J, H = 64, 4
 Ks = list(range(1, J + 1))
-answered = isinstance(globals().get("EQUAL_WHEN"), str)  # Problem 3.7 first: the crossing answers it
+# Problem 3.7 first: the crossing answers it
+answered = isinstance(globals().get("EQUAL_WHEN"), str)
 fig, ax = plt.subplots(figsize=(6.5, 4))
-ax.plot(Ks, [layer_params_separate(H, K, J) for K in Ks], label=r"separate $W^Q, W^K$: layer_params_separate(H, K, J)")
-ax.plot(Ks, [layer_params_merged(H, J) for _ in Ks], label=r"merged $\tilde W^Q$: layer_params_merged(H, J)")
-crossing = [K for K in Ks if layer_params_separate(H, K, J) == layer_params_merged(H, J)] if answered else []
+ax.plot(Ks, [layer_params_separate(H, K, J) for K in Ks],
+        label=r"separate $W^Q, W^K$: layer_params_separate(H, K, J)")
+ax.plot(Ks, [layer_params_merged(H, J) for _ in Ks],
+        label=r"merged $\tilde W^Q$: layer_params_merged(H, J)")
+crossing = [K for K in Ks
+            if layer_params_separate(H, K, J) == layer_params_merged(H, J)] if answered else []
 for K in crossing:
     ax.axvline(K, color="gray", linestyle=":", label=f"equal at K = {K}")
 ax.set_xlabel("query/key size K")
@@ -467,9 +508,11 @@ ax.set_title(f"One layer, J = {J}, H = {H}")
 ax.legend(fontsize=9)
 plt.show()
 if answered:
-    print(f"by your functions, the two counts are equal at K = {crossing}; your EQUAL_WHEN is {EQUAL_WHEN!r}")
+    print("by your functions, the two counts are equal at K "
+          f"= {crossing}; your EQUAL_WHEN is {EQUAL_WHEN!r}")
 else:
-    print("Answer EQUAL_WHEN (Problem 3.7) first: this cell then marks where your two counts are equal.")
+    print("Answer EQUAL_WHEN (Problem 3.7) first: this "
+          "cell then marks where your two counts are equal.")
 
 # %% [markdown]
 # ## 3.4 What does the merge cost, and what does it gain?
@@ -510,9 +553,11 @@ else:
 # ### END SOLUTION
 
 # %% tags=["solutions-only"]
-# The model answer's counts, from the reference counts of Problem 3.6 (J = 512, H = 8, K = J/H = 64).
+# The model answer's counts, from the reference counts of Problem 3.6 (J = 512, H = 8, K = J/H =
+# 64).
 assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_288, 2_097_152) \
-    and layer_params_merged(8, 512) == 4 * layer_params_separate(8, 64, 512), "the counts of part 1"  # claim: ch3-counts
+    and layer_params_merged(8, 512) == 4 * layer_params_separate(8, 64, 512), \
+    "the counts of part 1"  # claim: ch3-counts
 
 # %% [markdown] tags=["solutions-only"]
 # **Rubric for Problem 3.8 (3 points, one per part).** <!-- given -->
@@ -587,7 +632,8 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 
 # %% tags=["solutions-only"]
 def split_merged(W_tilde: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One head's W~Q[J, J] -> (WQ[K, J], WK[K, J]) whose merge is the best rank-K approximation of W~Q."""
+    """One head's W~Q[J, J] -> (WQ[K, J], WK[K, J]) whose merge is the best rank-K approximation of
+    W~Q."""
     A, lam, Rh = torch.linalg.svd(W_tilde)  # W~Q = A diag(lam) R^T, Rh = R^T
     root = lam[:K].sqrt()
     return K ** 0.25 * (A[:, :K] * root).T, K ** 0.25 * root[:, None] * Rh[:K]
@@ -601,11 +647,14 @@ def rank_k_error(W_tilde: torch.Tensor, K: int) -> float:
 
 g = torch.Generator().manual_seed(4)
 J, K = 8, 3
-low_rank = torch.randn(J, K, generator=g, dtype=torch.float64) @ torch.randn(K, J, generator=g, dtype=torch.float64)
+low_rank = torch.randn(J, K, generator=g,
+                       dtype=torch.float64) @ torch.randn(K, J, generator=g, dtype=torch.float64)
 arbitrary = torch.randn(J, J, generator=g, dtype=torch.float64)
-for name, W in [("a product through K = 3 dimensions", low_rank), ("a random 8 x 8 matrix", arbitrary)]:
+for name, W in [("a product through K = 3 dimensions",
+                 low_rank), ("a random 8 x 8 matrix", arbitrary)]:
     rank = torch.linalg.matrix_rank(W).item()
-    print(f"{name:34s}: rank {rank}, error of the best rank-{K} approximation {rank_k_error(W, K):.1e}")
+    print(f"{name:34s}: rank {rank}, error of the best "
+          f"rank-{K} approximation {rank_k_error(W, K):.1e}")
 assert torch.linalg.matrix_rank(low_rank).item() <= K and rank_k_error(low_rank, K) < 1e-12, \
     "a product through K dimensions should have rank at most K and split exactly"  # claim: ch3-rank
 assert torch.linalg.matrix_rank(arbitrary).item() == J and rank_k_error(arbitrary, K) > 0.1, \
@@ -627,9 +676,11 @@ lam = torch.linalg.svdvals(arbitrary)
 errors = [rank_k_error(arbitrary, k) for k in range(1, J + 1)]
 frobenius = [(lam[k:] ** 2).sum().sqrt().item() for k in range(1, J + 1)]
 fig, ax = plt.subplots(figsize=(6.5, 4))
-ax.semilogy(range(1, J + 1), [max(e, 1e-17) for e in errors], "o-", label="largest entry of the error")
+ax.semilogy(range(1, J + 1), [max(e, 1e-17) for e in errors], "o-",
+            label="largest entry of the error")
 ax.semilogy(range(1, J + 1), [max(f, 1e-17) for f in frobenius], "s--",
-            label=r"$(\sum_{\rho \geq K} \lambda_\rho^2)^{1/2}$ (Frobenius norm; 0 drawn at $10^{-17}$)")
+            label=r"$(\sum_{\rho \geq K} \lambda_\rho^2)^{1/2}$ "
+                  r"(Frobenius norm; 0 drawn at $10^{-17}$)")
 ax.set_xlabel("query/key size K of the split")
 ax.set_ylabel("reconstruction error")
 ax.set_title(f"Splitting a random full-rank {J} x {J} " + r"$\tilde W^Q$ into $W^Q, W^K$")

@@ -125,9 +125,11 @@ held_out = grammar.sample(2000, seed=1)
 n_words = len(GRAMMAR.vocab)  # |V|
 for n in range(6):
     print(f"{grammar.TOPICS[held_out.topics[n]]:>8}:  {GRAMMAR.text(held_out, n)}")
-print(f"\n{len(train_set)} training and {len(held_out)} held-out sentences, "
-      f"{int(held_out.lengths.min())} to {int(held_out.lengths.max())} words, vocabulary |V| = {n_words}")
-print("ids of the first held-out sentence (<bos> w_1 .. w_T <eos> <pad> ...):", held_out.ids[0].tolist())
+print(f"\n{len(train_set)} training and {len(held_out)} held-out "
+      f"sentences, {int(held_out.lengths.min())} to "
+      f"{int(held_out.lengths.max())} words, vocabulary |V| = {n_words}")
+print("ids of the first held-out sentence (<bos> w_1 .. w_T <eos> <pad> ...):",
+      held_out.ids[0].tolist())
 
 start = time.perf_counter()
 OPTIMUM = GRAMMAR.blank_optimum(held_out)
@@ -149,7 +151,8 @@ def sentences(*texts: str) -> grammar.Sentences:
     for n, s in enumerate(texts):
         words = [GRAMMAR.word_id[w] for w in s.split()]
         ids[n, :len(words) + 2] = torch.tensor([BOS, *words, EOS])
-    return grammar.Sentences(ids, torch.tensor([len(s.split()) for s in texts]), torch.zeros(len(texts), dtype=torch.long))
+    return grammar.Sentences(ids, torch.tensor([len(s.split()) for s in texts]),
+                             torch.zeros(len(texts), dtype=torch.long))
 
 
 example = sentences("a dog near the cats runs quickly")
@@ -227,13 +230,16 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 #   the same blanks itself, from the probabilities your model returns. <!-- given -->
 
 # %% nbgrader={"grade": false, "grade_id": "blank_lm_bound", "locked": true, "schema_version": 3, "solution": false}
-# The bound of the trained check (the grader reads it from here): held-out blanks within GAP_BOUND nats of the optimum.
+# The bound of the trained check (the grader reads it from here): held-out blanks within GAP_BOUND
+# nats of the optimum.
 GAP_BOUND = 0.20
-NEAR_BOUND = 0.75 * GAP_BOUND  # the visible test warns above this: a head's gap moves by a few hundredths per draw
+# the visible test warns above this: a head's gap moves by a few hundredths per draw
+NEAR_BOUND = 0.75 * GAP_BOUND
 
 # %% nbgrader={"grade": false, "grade_id": "blank_head", "locked": false, "schema_version": 3, "solution": true}
 class BlankHead(nn.Module):
-    """ln P(w_t = w | rest) for F blanks, from the states before and after each blank and the word vectors."""
+    """ln P(w_t = w | rest) for F blanks, from the states before and after each blank and the word
+    vectors."""
 
     def __init__(self, J: int, U: int) -> None:
         """J: dimension of the two states; U: dimension of the word vectors."""
@@ -243,8 +249,10 @@ class BlankHead(nn.Module):
         self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
         ### END SOLUTION
 
-    def forward(self, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-        """z_fwd_prev[F, J], z_bwd_next[F, J], E[|V|, U] -> ln P[F, |V|] (each row: a distribution over the words)."""
+    def forward(self, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,
+                E: torch.Tensor) -> torch.Tensor:
+        """z_fwd_prev[F, J], z_bwd_next[F, J], E[|V|, U] -> ln P[F, |V|] (each row: a distribution
+        over the words)."""
         ### BEGIN SOLUTION
         scores = (torch.einsum("wu,uj,fj->fw", E, self.W_fwd, z_fwd_prev)
                   + torch.einsum("wu,uj,fj->fw", E, self.W_bwd, z_bwd_next))
@@ -259,15 +267,16 @@ class BlankHead(nn.Module):
 # %% nbgrader={"grade": false, "grade_id": "head_outputs", "locked": true, "schema_version": 3, "solution": false}
 def head_outputs(J: int, U: int, seed: int, z_fwd_prev: torch.Tensor, z_bwd_next: torch.Tensor,
                  E: torch.Tensor) -> torch.Tensor:
-    """A fresh BlankHead(J, U), its parameters drawn from `seed`, on these inputs -> ln P[F, |V|]."""
+    """A fresh BlankHead(J, U), its parameters drawn from `seed`, on these inputs -> ln P[F,
+    |V|]."""
     torch.manual_seed(seed)
     head = pinned("BlankHead", BlankHead)(J, U).to(dtype=E.dtype, device=E.device).eval()
     return head(z_fwd_prev, z_bwd_next, E)
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_blank_head", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible tests: properties every right answer has, never a particular formula.
-# While graded, the BlankHead judged here is the one test_blank_lm trains, whatever the name holds later.
+# Visible tests: properties every right answer has, never a particular formula. While graded, the
+# BlankHead judged here is the one test_blank_lm trains, whatever the name holds later.
 BlankHead = pin("BlankHead", BlankHead)
 g = torch.Generator().manual_seed(0)
 blanks, J, U = 5, 6, 3  # F = 5 blanks; U != J: the word vectors have their own dimension
@@ -282,39 +291,47 @@ expect_like(head_outputs(J, U, 0, z_fwd_prev.float(), z_bwd_next.float(), E.floa
             "BlankHead on float32 inputs")
 
 # Log-probabilities: exp of every row sums to 1 (over the words, not over the blanks).
-expect_close(out.exp().sum(dim=1), torch.ones(blanks, dtype=torch.float64), "the probabilities of each row, summed over the words",
-             hint="Return ln P, normalised over the words (the last axis). Raw scores, probabilities (without the "
-                  "log), or a normalisation over the blanks (dim 0) all fail here.")
+expect_close(out.exp().sum(dim=1), torch.ones(blanks, dtype=torch.float64),
+             "the probabilities of each row, summed over the words",
+             hint="Return ln P, normalised over the words (the last "
+                  "axis). Raw scores, probabilities (without the log), or "
+                  "a normalisation over the blanks (dim 0) all fail here.")
 
 # Any vocabulary size: the head was never told |V|.
 for size in (1, 2, 52, 300):
     E_other = torch.randn(size, U, generator=g, dtype=torch.float64)
     other = head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E_other)
     expect_shape(other, (blanks, size), f"BlankHead on a vocabulary of {size} words",
-                 hint="Score every row of E: no layer with a fixed number of words (like nn.Linear(., 52)).")
+                 hint="Score every row of E: no layer with a fixed "
+                      "number of words (like nn.Linear(., 52)).")
     expect_close(other.exp().sum(dim=1), torch.ones(blanks, dtype=torch.float64),
-                 f"the probabilities of each row, {size} words", hint="Normalise over the words given.")
+                 f"the probabilities of each row, {size} words",
+                 hint="Normalise over the words given.")
 
-# A word is known only by its vector: renaming the words (permuting the rows of E) permutes the columns.
+# A word is known only by its vector: renaming the words (permuting the rows of E) permutes the
+# columns.
 words = torch.tensor([3, 0, 6, 1, 5, 2, 4])
 expect_close(head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E[words]), out[:, words],
              "BlankHead with the rows of E permuted",
-             hint="The score of word w may depend on w only through its vector E[w]: no parameter with one "
-                  "entry per word id, no position of w in the vocabulary.")
+             hint="The score of word w may depend on w only through its vector E[w]: no "
+                  "parameter with one entry per word id, no position of w in the vocabulary.")
 
-# Blank f is predicted from row f of each state and nothing else: reordering the blanks reorders the rows.
+# Blank f is predicted from row f of each state and nothing else: reordering the blanks reorders the
+# rows.
 rows = torch.tensor([2, 4, 0, 1, 3])
 expect_close(head_outputs(J, U, 0, z_fwd_prev[rows], z_bwd_next[rows], E), out[rows],
              "BlankHead with the blanks reordered",
-             hint="Row f of the output may use row f of z_fwd_prev and of z_bwd_next only: no mixing of blanks "
-                  "(a softmax or a mean over dim 0, a shift of the rows).")
+             hint="Row f of the output may use row f of z_fwd_prev and of z_bwd_next only: "
+                  "no mixing of blanks (a softmax or a mean over dim 0, a shift of the rows).")
 
 # It reads its inputs: other states, or other word vectors, change its output.
 for what, other in (("other states", head_outputs(J, U, 0, z_bwd_next, z_fwd_prev, E)),
-                    ("other word vectors", head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E.flip(1)))):
+                    ("other word vectors",
+                     head_outputs(J, U, 0, z_fwd_prev, z_bwd_next, E.flip(1)))):
     if not (other - out).abs().max() > 1e-3:
-        raise Explained(f"BlankHead gave the same output for {what}: a prediction must depend on the states "
-                        "before and after the blank and on the word vectors (are your parameters zero?)")
+        raise Explained(f"BlankHead gave the same output for {what}: a prediction "
+                        "must depend on the states before and after the blank "
+                        "and on the word vectors (are your parameters zero?)")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -345,21 +362,24 @@ def reverse_within(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
 
 
 class BlankLM(nn.Module):
-    """Word vectors E[|V|, U], forward and backward GRUs with J coordinates, read out by a BlankHead."""
+    """Word vectors E[|V|, U], forward and backward GRUs with J coordinates, read out by a
+    BlankHead."""
 
     def __init__(self, n_words: int, U: int = 32, J: int = 64) -> None:
         super().__init__()
         self.E = nn.Parameter(0.1 * torch.randn(n_words, U))
         self.gru_fwd = nn.GRU(U, J, batch_first=True)
         self.gru_bwd = nn.GRU(U, J, batch_first=True)
-        self.head = pinned("BlankHead", BlankHead)(J, U)  # while graded: the head test_blank_head judged
+        # while graded: the head test_blank_head judged
+        self.head = pinned("BlankHead", BlankHead)(J, U)
 
     def states(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ids[B, T+2] (<bos> w_1..w_T <eos> <pad>..), lengths[B] -> z_fwd, z_bwd [B, T+2, J]."""
         x = F.embedding(ids, self.E)
         n = lengths + 2  # tokens per sentence, <bos> and <eos> included
         z_fwd = self.gru_fwd(x)[0]  # z_fwd[:, t] has read ids[:, 0..t]
-        z_bwd = reverse_within(self.gru_bwd(reverse_within(x, n))[0], n)  # z_bwd[:, t] has read ids[:, t..n-1]
+        # z_bwd[:, t] has read ids[:, t..n-1]
+        z_bwd = reverse_within(self.gru_bwd(reverse_within(x, n))[0], n)
         return z_fwd, z_bwd
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -367,7 +387,8 @@ class BlankLM(nn.Module):
         z_fwd, z_bwd = self.states(ids, lengths)
         B, T, J = ids.shape[0], ids.shape[1] - 2, z_fwd.shape[-1]
         z_fwd_prev, z_bwd_next = z_fwd[:, 0:T], z_bwd[:, 2:T + 2]  # the shift: rows t = 1..T
-        return self.head(z_fwd_prev.reshape(B * T, J), z_bwd_next.reshape(B * T, J), self.E).view(B, T, -1)
+        return self.head(z_fwd_prev.reshape(B * T, J), z_bwd_next.reshape(B * T, J),
+                         self.E).view(B, T, -1)
 
     def blanks(self, ids: torch.Tensor, lengths: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """ids[B, T+2], lengths[B], one blank t[b] per sentence -> ln P[B, |V|] for those blanks."""
@@ -376,14 +397,18 @@ class BlankLM(nn.Module):
         return self.head(z_fwd[rows, t - 1], z_bwd[rows, t + 1], self.E)
 
 
-def blank_cross_entropy(log_p: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Mean over sentences of the mean over t of -ln P(w_t | rest): the objective, t uniform per sentence."""
+def blank_cross_entropy(log_p: torch.Tensor, ids: torch.Tensor,
+                        lengths: torch.Tensor) -> torch.Tensor:
+    """Mean over sentences of the mean over t of -ln P(w_t | rest): the objective, t uniform per
+    sentence."""
     w = ids[:, 1:-1].masked_fill(ids[:, 1:-1] == EOS, PAD)  # the words w_1..w_T, padding after
-    nll = F.cross_entropy(log_p.transpose(1, 2), w, reduction="none") * (w != PAD)  # renormalises log_p
+    # renormalises log_p
+    nll = F.cross_entropy(log_p.transpose(1, 2), w, reduction="none") * (w != PAD)
     return (nll.sum(1) / lengths).mean()
 
 
-BlankLM = pin("BlankLM", BlankLM)  # while graded, fit_blank_lm trains this model, whatever the name holds later
+# while graded, fit_blank_lm trains this model, whatever the name holds later
+BlankLM = pin("BlankLM", BlankLM)
 
 
 # %% [markdown]
@@ -401,9 +426,11 @@ with torch.no_grad():
     changed = ids.clone()
     changed[:, t] = GRAMMAR.word_id["quickly"]  # overwrite w_t
     after = probe(changed, lengths)
-print("row t changed by replacing w_t:      ", (after[:, t - 1] - before[:, t - 1]).abs().max().item())
+print("row t changed by replacing w_t:      ",
+      (after[:, t - 1] - before[:, t - 1]).abs().max().item())
 print("other rows changed by replacing w_t: ", (after - before).abs().max().item())
-assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank's own word leaks into its prediction"
+assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), \
+    "the blank's own word leaks into its prediction"
 
 
 # %% [markdown]
@@ -424,14 +451,15 @@ assert torch.allclose(after[:, t - 1], before[:, t - 1], atol=1e-6), "the blank'
 def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids: torch.Tensor,
                  query_lengths: torch.Tensor, query_t: torch.Tensor, n_words: int, steps: int,
                  seed: int) -> torch.Tensor:
-    """Train BlankLM(n_words) for `steps` batches of 128 training sentences; -> ln P[Q, |V|] for blank
-    query_t[q] of query sentence q (whose word there is hidden)."""
+    """Train BlankLM(n_words) for `steps` batches of 128 training sentences; -> ln P[Q, |V|] for
+    blank query_t[q] of query sentence q (whose word there is hidden)."""
     with torch.enable_grad():  # the grader calls this under torch.no_grad()
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed)
         model = pinned("BlankLM", BlankLM)(n_words).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-2, weight_decay=0.01)
-        schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-2, total_steps=steps, pct_start=0.1)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-2, total_steps=steps,
+                                                       pct_start=0.1)
         model.train()
         for _ in range(steps):
             b = torch.randint(len(train_ids), (128,), generator=g)
@@ -444,14 +472,17 @@ def fit_blank_lm(train_ids: torch.Tensor, train_lengths: torch.Tensor, query_ids
             schedule.step()
     model.eval()
     with torch.no_grad():
-        return model.blanks(query_ids.to(device), query_lengths.to(device), query_t.to(device)).cpu()
+        return model.blanks(query_ids.to(device), query_lengths.to(device),
+                            query_t.to(device)).cpu()
 
 
 fit_blank_lm = pin("fit_blank_lm", fit_blank_lm)  # while graded, what test_blank_lm runs
 
 
-def blank_queries(batch: grammar.Sentences, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One blank per sentence, t uniform in 1..T, its word replaced by <mask> -> (ids, lengths, t)."""
+def blank_queries(batch: grammar.Sentences,
+                  seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One blank per sentence, t uniform in 1..T, its word replaced by <mask> -> (ids, lengths,
+    t)."""
     g = torch.Generator().manual_seed(seed)
     t = 1 + (torch.rand(len(batch), generator=g) * batch.lengths).long()
     ids = batch.ids.clone()
@@ -459,9 +490,11 @@ def blank_queries(batch: grammar.Sentences, seed: int) -> tuple[torch.Tensor, to
     return ids, batch.lengths, t
 
 
-def held_out_gap(log_p: torch.Tensor, batch: grammar.Sentences, t: torch.Tensor) -> tuple[float, float]:
-    """(the model's expected blank cross-entropy, the Bayes optimum) on blank t[b] of sentence b, in nats:
-    the average over the blanks of sum_w P(w | rest) (-ln P_model(w | rest)), P the exact posterior."""
+def held_out_gap(log_p: torch.Tensor, batch: grammar.Sentences,
+                 t: torch.Tensor) -> tuple[float, float]:
+    """(the model's expected blank cross-entropy, the Bayes optimum) on blank t[b] of sentence b,
+    in nats: the average over the blanks of sum_w P(w | rest) (-ln P_model(w | rest)), P the exact
+    posterior."""
     post = GRAMMAR.blank_posteriors(batch)[torch.arange(len(batch)), t - 1]
     log_q = torch.log_softmax(log_p.double(), dim=1)
     cross = torch.where(post > 0, -post * log_q, 0.0).sum(1).mean().item()
@@ -483,31 +516,37 @@ def held_out_gap(log_p: torch.Tensor, batch: grammar.Sentences, t: torch.Tensor)
 if runs_slow_check("it trains your model as the grader does, about 20 s on 2 CPU cores"):
     queries = held_out[:400]
     q_ids, q_lengths, q_t = blank_queries(queries, seed=0)
-    # The first 50 blanks a second time, with another word in the blank: the prediction must not change.
+    # The first 50 blanks a second time, with another word in the blank: the prediction must not
+    # change.
     other = q_ids[:50].clone()
     other[torch.arange(50), q_t[:50]] = GRAMMAR.word_id["quickly"]
     start = time.perf_counter()
     log_p = fit_blank_lm(train_set.ids[:4000], train_set.lengths[:4000], torch.cat([q_ids, other]),
-                         torch.cat([q_lengths, q_lengths[:50]]), torch.cat([q_t, q_t[:50]]), n_words, steps=150, seed=0)
+                         torch.cat([q_lengths, q_lengths[:50]]), torch.cat([q_t, q_t[:50]]),
+                         n_words, steps=150, seed=0)
     expect_shape(log_p, (450, n_words), "fit_blank_lm on 450 held-out blanks",
                  hint="One row per held-out blank, one column per word.")
     if torch.isnan(log_p).any():
-        raise Explained("fit_blank_lm returned NaN: did the training diverge? Check the scale of your parameters.")
+        raise Explained("fit_blank_lm returned NaN: did the training "
+                        "diverge? Check the scale of your parameters.")
     expect_close(log_p[400:], log_p[:50], "the predictions with another word in the blank",
-                 hint="The model must not read the word it predicts: use the states before and after the blank.")
+                 hint="The model must not read the word it predicts: "
+                      "use the states before and after the blank.")
     cross, optimum = held_out_gap(log_p[:400], queries, q_t)
-    print(f"held-out blank cross-entropy {cross:.3f} nats, Bayes optimum {optimum:.3f}: {cross - optimum:.3f} above it "
-          f"(the grader allows {GAP_BOUND:.2f}); trained in {time.perf_counter() - start:.0f} s")
+    print(f"held-out blank cross-entropy {cross:.3f} nats, Bayes optimum "
+          f"{optimum:.3f}: {cross - optimum:.3f} above it (the grader allows "
+          f"{GAP_BOUND:.2f}); trained in {time.perf_counter() - start:.0f} s")
     if not (math.isfinite(cross - optimum) and cross - optimum <= GAP_BOUND):
-        raise Explained(f"your trained model is {cross - optimum:.3f} nats above the optimum; the grader allows "
-                        f"{GAP_BOUND:.2f}. "
-                        "Does your head use both states and the word vectors? Are its parameters scaled so training "
-                        "can start (not zero, not huge)?")
+        raise Explained(f"your trained model is {cross - optimum:.3f} nats above the "
+                        f"optimum; the grader allows {GAP_BOUND:.2f}. Does your head "
+                        "use both states and the word vectors? Are its parameters "
+                        "scaled so training can start (not zero, not huge)?")
     if cross - optimum > NEAR_BOUND:
-        print("Passed, but near the bound: the grader trains on sentences of its own with another seed, and the gap of "
-              f"a head this close to {GAP_BOUND:.2f} can move by a few hundredths from one draw to the next, above "
-              f"{GAP_BOUND:.2f} too. "
-              "A head that trains well sits clearly below it; run this cell's training with seed=1 and seed=2 in a cell of your own to see how yours varies.")
+        print("Passed, but near the bound: the grader trains on sentences of its own with "
+              f"another seed, and the gap of a head this close to {GAP_BOUND:.2f} can move "
+              f"by a few hundredths from one draw to the next, above {GAP_BOUND:.2f} too. "
+              "A head that trains well sits clearly below it; run this cell's training "
+              "with seed=1 and seed=2 in a cell of your own to see how yours varies.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -565,7 +604,8 @@ hidden_check("ch4.blank_lm", pinned("fit_blank_lm", fit_blank_lm))
 # %%
 def train(model: nn.Module, batch_loss, held_out_loss, steps: int, lr: float, name: str,
           batch_size: int = 128, every: int = 100, seed: int = 0) -> dict[str, list[float]]:
-    """Train on train_set; every `every` steps record the mean training loss and held_out_loss(model)."""
+    """Train on train_set; every `every` steps record the mean training loss and
+    held_out_loss(model)."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
@@ -612,7 +652,8 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
         ax.plot(c["step"], c["train"], "--", color=color, label=f"{name}, training batches")
         ax.plot(c["step"], c["held_out"], "o-", color=color, label=f"{name}, held-out")
     ax.axhline(OPTIMUM, color="k", lw=1, label=f"Bayes optimum {OPTIMUM:.3f}")
-    ax.axhline(OPTIMUM + GAP_BOUND, color="k", lw=1, ls=":", label=f"optimum + {GAP_BOUND:.2f} nats (the grader's bound)")
+    ax.axhline(OPTIMUM + GAP_BOUND, color="k", lw=1, ls=":",
+               label=f"optimum + {GAP_BOUND:.2f} nats (the grader's bound)")
     ax.set_ylim(OPTIMUM - 0.1, OPTIMUM + 0.9)
     ax.set_xlabel("training step (batches of 128 sentences)")
     ax.set_ylabel("blank cross-entropy (nats)")
@@ -620,8 +661,9 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
     ax.legend(fontsize=9)
     plt.show()
     for name, c in curves.items():
-        print(f"{name:>18}: held-out {c['held_out'][-1]:.4f}, {c['held_out'][-1] - OPTIMUM:.4f} nats above the "
-              f"optimum, trained in {c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)"
+        print(f"{name:>18}: held-out {c['held_out'][-1]:.4f}, "
+              f"{c['held_out'][-1] - OPTIMUM:.4f} nats above the optimum, trained in "
+              f"{c['seconds']:.0f} s on {device.type} ({torch.get_num_threads()} threads)"
               )  # claim: ch4-approach
 
 
@@ -657,14 +699,16 @@ if not is_grading():
 
 # %%
 class TransformerBlankLM(nn.Module):
-    """BERT-style: word + position vectors, L Transformer layers, scores read at the <mask> position."""
+    """BERT-style: word + position vectors, L Transformer layers, scores read at the <mask>
+    position."""
 
     def __init__(self, n_words: int, J: int = 64, H: int = 4, L: int = 2, hidden: int = 128,
                  max_len: int = grammar.MAX_WORDS + 2) -> None:
         super().__init__()
         self.E = nn.Parameter(0.1 * torch.randn(n_words, J))
         self.position = nn.Parameter(0.1 * torch.randn(max_len, J))
-        layer = nn.TransformerEncoderLayer(J, H, dim_feedforward=hidden, dropout=0.0, activation="gelu",
+        layer = nn.TransformerEncoderLayer(J, H, dim_feedforward=hidden, dropout=0.0,
+                                           activation="gelu",
                                            batch_first=True, norm_first=True)
         self.layers = nn.TransformerEncoder(layer, L, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(J)
@@ -685,7 +729,8 @@ def mask_at(ids: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return masked, ids[rows, t]
 
 
-def transformer_batch_loss(model: nn.Module, batch: grammar.Sentences, g: torch.Generator) -> torch.Tensor:
+def transformer_batch_loss(model: nn.Module, batch: grammar.Sentences,
+                           g: torch.Generator) -> torch.Tensor:
     """One blank per sentence, at t uniform in 1..T."""
     t = 1 + (torch.rand(len(batch), generator=g) * batch.lengths).long()
     ids, target = mask_at(batch.ids, t)
@@ -707,7 +752,8 @@ transformer_curves = {}
 if not is_grading():
     torch.manual_seed(0)
     bert = TransformerBlankLM(n_words).to(device)
-    transformer_curves["Transformer"] = train(bert, transformer_batch_loss, transformer_held_out_loss, steps=800,
+    transformer_curves["Transformer"] = train(bert, transformer_batch_loss,
+                                              transformer_held_out_loss, steps=800,
                                               lr=5e-3, name="Transformer")
     plot_curves(transformer_curves, "A Transformer blank language model")
 
@@ -733,7 +779,8 @@ def nll_per_position(model: nn.Module, batch: grammar.Sentences) -> torch.Tensor
     with torch.no_grad():
         if isinstance(model, BlankLM):
             log_p = model(batch.ids.to(device), batch.lengths.to(device)).cpu()
-            return F.cross_entropy(log_p.transpose(1, 2), batch.words(), reduction="none") * (batch.words() != PAD)
+            return F.cross_entropy(log_p.transpose(1, 2), batch.words(),
+                                   reduction="none") * (batch.words() != PAD)
         out = torch.zeros(batch.words().shape)
         for t in range(1, int(batch.lengths.max()) + 1):
             rows = (batch.lengths >= t).nonzero().squeeze(1)
@@ -751,11 +798,14 @@ KINDS = {
     "preposition": set(grammar.PREPOSITIONS),
     "adverb": set(grammar.ADVERBS),
 }
-optimum_nll = GRAMMAR.blank_nll(held_out).float()  # [sentences, T]: -ln P(w_t | rest) at the optimum
-optimum_by_kind = {kind: optimum_nll[torch.isin(held_out.words(), torch.tensor([GRAMMAR.word_id[w] for w in members]))]
+# [sentences, T]: -ln P(w_t | rest) at the optimum
+optimum_nll = GRAMMAR.blank_nll(held_out).float()
+optimum_by_kind = {kind: optimum_nll[torch.isin(
+    held_out.words(), torch.tensor([GRAMMAR.word_id[w] for w in members]))]
                    .mean().item() for kind, members in KINDS.items()}
-assert max(optimum_by_kind, key=optimum_by_kind.get) == "noun", \
-    f"at the optimum, nouns should be the least predictable blanks: {optimum_by_kind}"  # claim: ch4-nouns
+assert max(optimum_by_kind, key=optimum_by_kind.get) == "noun", (
+    f"at the optimum, nouns should be the least predictable blanks: {optimum_by_kind}"
+)  # claim: ch4-nouns
 if curves and transformer_curves:
     words = held_out.words()
     table = {"optimum": optimum_nll, "bidirectional GRU": nll_per_position(rnn, held_out),
@@ -779,7 +829,8 @@ if curves and transformer_curves:
     one = held_out[n:n + 1]
     t = 1 + int(torch.isin(one.words()[0], verbs).nonzero()[0])
     words = GRAMMAR.text(one, 0).split()
-    print(" ".join(w if i != t - 1 else "____" for i, w in enumerate(words)), f"   (the blank was '{words[t - 1]}')")
+    print(" ".join(w if i != t - 1 else "____" for i, w in enumerate(words)),
+          f"   (the blank was '{words[t - 1]}')")
     exact = GRAMMAR.blank_posteriors(one)[0, t - 1]
     with torch.no_grad():
         p_rnn = rnn(one.ids.to(device), one.lengths.to(device))[0, t - 1].softmax(-1).cpu()
@@ -787,7 +838,9 @@ if curves and transformer_curves:
         p_bert = bert(ids.to(device), torch.tensor([t], device=device))[0].softmax(-1).cpu()
     for name, p in (("exact", exact), ("bidirectional GRU", p_rnn), ("Transformer", p_bert)):
         top = p.topk(4)
-        print(f"{name:>18}: " + ", ".join(f"{GRAMMAR.vocab[w]} {q:.2f}" for q, w in zip(top.values.tolist(), top.indices.tolist())))
+        print(f"{name:>18}: "
+              + ", ".join(f"{GRAMMAR.vocab[w]} {q:.2f}"
+                          for q, w in zip(top.values.tolist(), top.indices.tolist())))
 
 # %% [markdown]
 # **What to take away.** Both families can approach the optimum on this data; <!-- claim: ch4-approach --> the

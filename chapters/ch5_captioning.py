@@ -82,8 +82,8 @@ from attnlab.equations import evaluate
 from attnlab.grading import is_grading
 from attnlab.testing import Explained, expect_close, expect_equations, expect_like, expect_shape
 
-# One thread: the captioner's operations are tiny, and a second thread only adds synchronisation
-# (on a busy 2-core machine it made training 10x slower). It also makes the run reproducible anywhere.
+# One thread: the captioner's operations are tiny, and a second thread only adds synchronisation (on
+# a busy 2-core machine it made training 10x slower). It also makes the run reproducible anywhere.
 torch.set_num_threads(1)
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -179,62 +179,81 @@ P[w] = softmax_w sum_{u,j} E[w,u] * W_auto[u,j] * z[j]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_caption_equations", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible tests: the form of your equations (names, indices, sizes), then their values on a case worked out by hand.
+# Visible tests: the form of your equations (names, indices, sizes), then their values on a case
+# worked out by hand.
 expect_equations(CAPTION_EQUATIONS,
-                 inputs={"z_prev": "J", "e": "U", "M": "X,Y,K", "W_att": "J,K", "W_auto": "U,J", "E": "Vocab,U"},
-                 defines={"alpha": "X,Y", "V": "K", "z": "J", "P": "Vocab"}, functions={"CELL": None},
+                 inputs={"z_prev": "J", "e": "U", "M": "X,Y,K", "W_att": "J,K", "W_auto": "U,J",
+                         "E": "Vocab,U"},
+                 defines={"alpha": "X,Y", "V": "K", "z": "J", "P": "Vocab"},
+                 functions={"CELL": None},
                  what="Problem 5.1, CAPTION_EQUATIONS")
 
-# By hand: a 2 x 2 image with K = 2, a state of J = 1, word vectors of U = 1 and two words. z_prev = [1] and
-# W_att = [[1, 0]] make the score of cell (x, y) its first feature, M[x, y, 0] = log odds[x, y] with
-# odds = [[1, 1], [1, 5]], so alpha = odds / 8. The second feature is 8 on cell (1, 1) and 0 elsewhere:
-# V = [(5/8) log 5, 5]. CELL is replaced by a fixed stand-in, CELL(a, b, c) = a[0] + b[1] - 2 c[0], which on
-# (z_prev, V, e) with e = [1/2] gives z = [1 + 5 - 1] = [5]. With E = [[0], [1]] and W_auto = [[1]] the two
-# words score 0 and z[0]: P = [1, e^5] / (1 + e^5).
+# By hand: a 2 x 2 image with K = 2, a state of J = 1, word vectors of U = 1 and two words. z_prev =
+# [1] and W_att = [[1, 0]] make the score of cell (x, y) its first feature, M[x, y, 0] = log odds[x,
+# y] with odds = [[1, 1], [1, 5]], so alpha = odds / 8. The second feature is 8 on cell (1, 1) and 0
+# elsewhere: V = [(5/8) log 5, 5]. CELL is replaced by a fixed stand-in, CELL(a, b, c) = a[0] + b[1]
+# - 2 c[0], which on (z_prev, V, e) with e = [1/2] gives z = [1 + 5 - 1] = [5]. With E = [[0], [1]]
+# and W_auto = [[1]] the two words score 0 and z[0]: P = [1, e^5] / (1 + e^5).
 def stand_in_cell(*vectors: torch.Tensor) -> torch.Tensor:
-    """This example's fixed stand-in for CELL: a[0] + b[1] - 2 c[0] (each vector on the last axis) -> [..., 1]."""
+    """This example's fixed stand-in for CELL: a[0] + b[1] - 2 c[0] (each vector on the last axis)
+    -> [..., 1]."""
     if len(vectors) != 3 or vectors[1].shape[-1] < 2 or min(v.shape[-1] for v in vectors) < 1:
-        raise Explained(f"On the hand-checked example your CELL line passes vectors of sizes "
-                        f"{[v.shape[-1] for v in vectors]}: compare its arguments with the CELL line of Section 5.1.")
+        raise Explained("On the hand-checked example your CELL line passes "
+                        f"vectors of sizes {[v.shape[-1] for v in vectors]}: "
+                        "compare its arguments with the CELL line of Section 5.1.")
     a, b, c = vectors
     return a[..., :1] + b[..., 1:2] - 2 * c[..., :1]
 
 
 odds = torch.tensor([[1.0, 1.0], [1.0, 5.0]], dtype=torch.float64)
-hand = {"z_prev": torch.tensor([1.0], dtype=torch.float64), "e": torch.tensor([0.5], dtype=torch.float64),
-        "M": torch.stack([odds.log(), torch.tensor([[0.0, 0.0], [0.0, 8.0]], dtype=torch.float64)], dim=-1),
-        "W_att": torch.tensor([[1.0, 0.0]], dtype=torch.float64), "W_auto": torch.tensor([[1.0]], dtype=torch.float64),
+hand = {"z_prev": torch.tensor([1.0], dtype=torch.float64),
+        "e": torch.tensor([0.5], dtype=torch.float64),
+        "M": torch.stack([odds.log(), torch.tensor([[0.0, 0.0], [0.0, 8.0]], dtype=torch.float64)],
+                         dim=-1),
+        "W_att": torch.tensor([[1.0, 0.0]], dtype=torch.float64),
+        "W_auto": torch.tensor([[1.0]], dtype=torch.float64),
         "E": torch.tensor([[0.0], [1.0]], dtype=torch.float64)}
 got = evaluate(CAPTION_EQUATIONS, hand, functions={"CELL": stand_in_cell})
 mistakes = {  # what some common mistakes give for alpha on this example (worked out by hand)
-    "each row of the image sums to 1 (a softmax over y alone); the attention must be one distribution over all "
-    "X*Y cells together": [[0.5, 0.5], [1 / 6, 5 / 6]],
-    "each column of the image sums to 1 (a softmax over x alone); the attention must be one distribution over all "
-    "X*Y cells together": [[0.5, 1 / 6], [0.5, 5 / 6]],
-    "these are the raw scores, not a probability distribution over the cells": [[0.0, 0.0], [0.0, math.log(5)]],
-    "the scores are divided by sqrt(K) = sqrt(2), and this problem does not scale them (see the errata)":
+    "each row of the image sums to 1 (a softmax over y alone); the "
+    "attention must be one distribution over all X*Y cells together": [[0.5, 0.5], [1 / 6, 5 / 6]],
+    "each column of the image sums to 1 (a softmax over x alone); the "
+    "attention must be one distribution over all X*Y cells together": [[0.5, 1 / 6], [0.5, 5 / 6]],
+    "these are the raw scores, not a probability distribution over the cells":
+        [[0.0, 0.0], [0.0, math.log(5)]],
+    "the scores are divided by sqrt(K) = sqrt(2), and "
+    "this problem does not scale them (see the errata)":
         (odds ** (1 / math.sqrt(2)) / (odds ** (1 / math.sqrt(2))).sum()).tolist(),
 }
 for mistake, wrong in mistakes.items():
-    if got["alpha"].shape == (2, 2) and torch.allclose(got["alpha"], torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
-        raise Explained(f"Evaluated on the hand-checked 2 x 2 image your alpha is {got['alpha'].tolist()}: {mistake}.")
-expect_close(got["alpha"], odds / 8, "your alpha on the hand-checked 2 x 2 image (expected [[1/8, 1/8], [1/8, 5/8]])",
-             hint="Cell (1, 1), whose first feature is log 5, should get 5 times the weight of each other cell.")
+    if got["alpha"].shape == (2, 2) and torch.allclose(
+        got["alpha"], torch.tensor(wrong, dtype=torch.float64), atol=1e-4):
+        raise Explained("Evaluated on the hand-checked 2 x 2 image your "
+                        f"alpha is {got['alpha'].tolist()}: {mistake}.")
+expect_close(got["alpha"], odds / 8,
+             "your alpha on the hand-checked 2 x 2 image (expected [[1/8, 1/8], [1/8, 5/8]])",
+             hint="Cell (1, 1), whose first feature is log 5, "
+                  "should get 5 times the weight of each other cell.")
 expect_close(got["V"], torch.tensor([5 / 8 * math.log(5), 5.0], dtype=torch.float64),
              "your V on the hand-checked image (expected [(5/8) log 5, 5] = [1.006, 5])",
              hint="The glimpse weighs each cell's feature vector by that cell's attention weight.")
 if got["z"].shape == (1,) and torch.allclose(got["z"], torch.tensor([3.5], dtype=torch.float64)):
-    raise Explained("Evaluated on the hand-checked image your z is [3.5]: your CELL line passes the previous state "
-                    "and the word vector in each other's places.")
+    raise Explained("Evaluated on the hand-checked image your z is [3.5]: your CELL line "
+                    "passes the previous state and the word vector in each other's places.")
 expect_close(got["z"], torch.tensor([5.0], dtype=torch.float64),
-             "your z on the hand-checked image, with the stand-in CELL(a, b, c) = a[0] + b[1] - 2 c[0] (expected [5])",
-             hint="Compare your CELL line with Section 5.1's: which vectors does it read, and in which order?")
-if got["P"].shape == (2,) and torch.allclose(got["P"], torch.tensor([1.0, math.e], dtype=torch.float64) / (1 + math.e)):
-    raise Explained("Evaluated on the hand-checked image your P is the distribution that the previous state z_prev "
-                    "predicts: in the book's indexing (Section 5.1) w_t is predicted from the state after this step.")
+             "your z on the hand-checked image, with the stand-in "
+             "CELL(a, b, c) = a[0] + b[1] - 2 c[0] (expected [5])",
+             hint="Compare your CELL line with Section 5.1's: "
+                  "which vectors does it read, and in which order?")
+if got["P"].shape == (2,) and torch.allclose(
+    got["P"], torch.tensor([1.0, math.e], dtype=torch.float64) / (1 + math.e)):
+    raise Explained("Evaluated on the hand-checked image your P is the distribution "
+                    "that the previous state z_prev predicts: in the book's indexing "
+                    "(Section 5.1) w_t is predicted from the state after this step.")
 expect_close(got["P"], torch.tensor([1.0, math.exp(5)], dtype=torch.float64) / (1 + math.exp(5)),
              "your P on the hand-checked image (expected [1, e^5] / (1 + e^5))",
-             hint="P is a distribution over the vocabulary: each word's score, normalised over the words w.")
+             hint="P is a distribution over the vocabulary: each "
+                  "word's score, normalised over the words w.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -296,7 +315,8 @@ hidden_check("ch5.CAPTION_EQUATIONS", CAPTION_EQUATIONS)
 
 # %% nbgrader={"grade": false, "grade_id": "image_attention", "locked": false, "schema_version": 3, "solution": true}
 def image_attention(z_prev: torch.Tensor, W_att: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """z_prev[J], W_att[J, K], M[X, Y, K] -> alpha[X, Y]: one step's attention over the cells of the image."""
+    """z_prev[J], W_att[J, K], M[X, Y, K] -> alpha[X, Y]: one step's attention over the cells of the
+    image."""
     ### BEGIN SOLUTION
     s = torch.einsum("j,jk,xyk->xy", z_prev, W_att, M)
     X, Y = s.shape
@@ -315,29 +335,35 @@ alpha = image_attention(z_prev, W_att, M)
 expect_shape(alpha, (X, Y), "image_attention(z_prev[6], W_att[6,4], M[3,5,4])",
              hint="One weight per cell: reshape the softmax back to [X, Y].")
 expect_like(alpha, M, "image_attention on float64 inputs")
-expect_like(image_attention(z_prev.float(), W_att.float(), M.float()), M.float(), "image_attention on float32 inputs")
+expect_like(image_attention(z_prev.float(), W_att.float(), M.float()), M.float(),
+            "image_attention on float32 inputs")
 
 # One distribution over the whole image.
-expect_close(alpha.sum().reshape(1), torch.ones(1, dtype=torch.float64), "the sum of alpha over all cells",
-             hint="The softmax runs over (x, y) jointly: a softmax over x alone sums to Y (here 5), "
-                  "one over y alone to X (here 3).")
+expect_close(alpha.sum().reshape(1), torch.ones(1, dtype=torch.float64),
+             "the sum of alpha over all cells",
+             hint="The softmax runs over (x, y) jointly: a softmax over x "
+                  "alone sums to Y (here 5), one over y alone to X (here 3).")
 
-# By hand: J = 1, K = 4, z_prev = [1], W_att = [[1, 1, 1, 1]] and M[x, y, :] = log(c[x, y]) / 4, so the
-# score of cell (x, y) is log c[x, y] and alpha = c / c.sum().
+# By hand: J = 1, K = 4, z_prev = [1], W_att = [[1, 1, 1, 1]] and M[x, y, :] = log(c[x, y]) / 4, so
+# the score of cell (x, y) is log c[x, y] and alpha = c / c.sum().
 c = torch.tensor([[1.0, 2.0, 3.0], [4.0, 4.0, 6.0]], dtype=torch.float64)
 M1 = (c.log() / 4)[:, :, None].expand(2, 3, 4)
 one, W1 = torch.ones(1, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64)
 expect_close(image_attention(one, W1, M1), c / 20, "image_attention on the hand-checked example",
-             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]: compare your scores with your equation of "
-                  "Problem 5.1 (with a 1/sqrt(K) factor you would get sqrt(c) / sqrt(c).sum()).")
+             hint="alpha should be [[.05, .1, .15], [.2, .2, .3]]: compare "
+                  "your scores with your equation of Problem 5.1 (with a "
+                  "1/sqrt(K) factor you would get sqrt(c) / sqrt(c).sum()).")
 
 # Adding 1000 to every score changes nothing, but exp(1000) overflows.
 expect_close(image_attention(one, W1, M1 + 250.0), c / 20, "image_attention with scores near 1000",
-             hint="exp(1000) is inf in floating point: use torch.softmax, or subtract the largest score first.")
+             hint="exp(1000) is inf in floating point: use "
+                  "torch.softmax, or subtract the largest score first.")
 
 # Transposing the grid (swapping x and y) transposes alpha.
-expect_close(image_attention(z_prev, W_att, M.transpose(0, 1)), alpha.T, "image_attention(M transposed)",
-             hint="Cell (x, y) must get the weight of its own score: keep the order of x and y when reshaping.")
+expect_close(image_attention(z_prev, W_att, M.transpose(0, 1)), alpha.T,
+             "image_attention(M transposed)",
+             hint="Cell (x, y) must get the weight of its own "
+                  "score: keep the order of x and y when reshaping.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -373,13 +399,15 @@ for x, y in [(0, 0), (2, 1), (1, 4)]:
     onehot = torch.zeros(X, Y, dtype=torch.float64)
     onehot[x, y] = 1.0
     expect_close(attend(onehot, M), M[x, y], f"attend with all the weight on cell ({x}, {y})",
-                 hint="With all the weight on cell (x, y) the glimpse must be that cell's feature vector "
-                      "(x and y not swapped; one entry per feature k).")
+                 hint="With all the weight on cell (x, y) the glimpse must be that cell's "
+                      "feature vector (x and y not swapped; one entry per feature k).")
 
 # Uniform weights: the mean feature vector.
 expect_close(attend(torch.full((X, Y), 1.0 / (X * Y), dtype=torch.float64), M), M.mean(dim=(0, 1)),
-             "attend with uniform weights", hint="With alpha = 1/(XY) everywhere the glimpse is the mean of M[x, y, :].")
-expect_close(attend(alpha, M), 0.5 * attend(2 * alpha, M), "attend(alpha) against attend(2 alpha) / 2",
+             "attend with uniform weights",
+             hint="With alpha = 1/(XY) everywhere the glimpse is the mean of M[x, y, :].")
+expect_close(attend(alpha, M), 0.5 * attend(2 * alpha, M),
+             "attend(alpha) against attend(2 alpha) / 2",
              hint="The glimpse is linear in alpha: do not renormalise or softmax alpha again.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -420,13 +448,18 @@ DEMO = not is_grading()  # the grader only needs the graded cells above
 t0 = time.perf_counter()
 train = make_scenes(6000 if DEMO else 64, seed=0, split="train")
 held_out = make_scenes(1000 if DEMO else 64, seed=1, split="held_out")
-print(f"{len(train)} training and {len(held_out)} held-out scenes in {time.perf_counter() - t0:.2f} s; "
-      f"images {train.images.shape[1:]}, vocabulary of {len(VOCAB)} tokens: {' '.join(VOCAB.words)}")
+print(f"{len(train)} training and {len(held_out)} held-out scenes in "
+      f"{time.perf_counter() - t0:.2f} s; images {train.images.shape[1:]}, "
+      f"vocabulary of {len(VOCAB)} tokens: {' '.join(VOCAB.words)}")
 print("a caption as tokens:", train.captions[0], "->", train.tokens[0].tolist())
-seen, novel = set(scenes.ALL_PAIRS) - scenes.HELD_OUT_PAIRS, scenes.HELD_OUT_PAIRS  # pairs of object types
+# pairs of object types
+seen, novel = set(scenes.ALL_PAIRS) - scenes.HELD_OUT_PAIRS, scenes.HELD_OUT_PAIRS
 assert (len(scenes.ALL_PAIRS), len(novel)) == (36, 9) and all(
-    (sum(t in p for p in seen), sum(t in p for p in novel)) == (6, 2) for t in range(scenes.N_TYPES)), \
-    "36 pairs of types, 9 of them held out; each type has 6 partners in training and 2 in held-out scenes"  # claim: ch5-split
+    (sum(t in p for p in seen),
+     sum(t in p for p in novel)) == (6, 2) for t in range(scenes.N_TYPES)), (
+    "36 pairs of types, 9 of them held out; each type has 6 partners in training and 2 in held-out "
+    "scenes"
+)  # claim: ch5-split
 
 
 # %%
@@ -445,7 +478,8 @@ if DEMO:
     for ax, k in zip(axes[0], range(4)):
         show_scene(ax, train.images[k], "train:\n" + train.captions[k].replace(" a ", "\na "))
     for ax, k in zip(axes[1], range(4)):
-        show_scene(ax, held_out.images[k], "held out:\n" + held_out.captions[k].replace(" a ", "\na "))
+        show_scene(ax, held_out.images[k],
+                   "held out:\n" + held_out.captions[k].replace(" a ", "\na "))
     fig.suptitle("Scenes and their captions (the grid lines mark the 4 x 4 cells)", fontsize=11)
     plt.tight_layout()
     plt.show()
@@ -487,27 +521,32 @@ def batched(fn, in_dims: tuple) -> callable:
             if isinstance(exc, NotImplementedError) and not str(exc):
                 raise  # the function itself is not written yet
             B = next(a.shape[0] for a, d in zip(args, in_dims) if d == 0)
-            return torch.stack([fn(*(a[b] if d == 0 else a for a, d in zip(args, in_dims))) for b in range(B)])
+            return torch.stack([fn(*(a[b] if d == 0 else a for a, d in zip(args, in_dims)))
+                                for b in range(B)])
 
     return run
 
 
-glimpse_weights = batched(image_attention, in_dims=(0, None, 0))  # z_prev[B, J], W_att[J, K], M[B, X, Y, K] -> [B, X, Y]
+# z_prev[B, J], W_att[J, K], M[B, X, Y, K] -> [B, X, Y]
+glimpse_weights = batched(image_attention, in_dims=(0, None, 0))
 glimpse = batched(attend, in_dims=(0, 0))  # alpha[B, X, Y], M[B, X, Y, K] -> V[B, K]
 
 
 class Captioner(nn.Module):
-    """CNN encoder -> M[b, x, y, k]; attention decoder with CELL = GRUCell; word scores E W_auto z."""
+    """CNN encoder -> M[b, x, y, k]; attention decoder with CELL = GRUCell; word scores E W_auto
+    z."""
 
     def __init__(self, grid: int, cell: int, K: int = 32, J: int = 64, U: int = 32,
                  n_words: int = len(VOCAB), dropout: float = 0.2) -> None:
         super().__init__()
-        self.per_cell = nn.Conv2d(3, K, kernel_size=cell, stride=cell)  # sees one cell, one vector per cell
+        # sees one cell, one vector per cell
+        self.per_cell = nn.Conv2d(3, K, kernel_size=cell, stride=cell)
         self.mix = nn.Conv2d(K, K, kernel_size=1)
         self.pos = nn.Parameter(0.1 * torch.randn(grid, grid, K))  # position of each cell
         self.W_init = nn.Linear(K, J)
         self.W_att = nn.Parameter(torch.randn(J, K) / math.sqrt(J))
-        self.E = nn.Parameter(torch.randn(n_words, U))  # unit scale; at 0.1 the decoder learned to ignore its glimpses
+        # unit scale; at 0.1 the decoder learned to ignore its glimpses
+        self.E = nn.Parameter(torch.randn(n_words, U))
         self.CELL = nn.GRUCell(K + U, J)
         self.W_auto = nn.Parameter(torch.randn(U, J) / math.sqrt(J))
         self.dropout = dropout
@@ -523,7 +562,8 @@ class Captioner(nn.Module):
 
     def step(self, z_prev: torch.Tensor, M: torch.Tensor,
              w_prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One step t: z[t-1][B, J], M, w_{t-1}[B] -> z[t][B, J], alpha_t[B, X, Y], scores of w_t [B, words]."""
+        """One step t: z[t-1][B, J], M, w_{t-1}[B] -> z[t][B, J], alpha_t[B, X, Y], scores of w_t
+        [B, words]."""
         alpha = glimpse_weights(z_prev, self.W_att, M)
         V = glimpse(alpha, M)
         carried = F.dropout(z_prev, self.dropout, self.training)
@@ -532,7 +572,8 @@ class Captioner(nn.Module):
         return z, alpha, scores
 
     def forward(self, images: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: tokens[B, T+1] (w_0 = BOS ... ) -> scores[B, T, words] of w_1 ... w_T."""
+        """Teacher forcing: tokens[B, T+1] (w_0 = BOS ... ) -> scores[B, T, words] of w_1 ...
+        w_T."""
         M = self.features(images)
         z = self.initial_state(M)
         scores = []
@@ -543,7 +584,8 @@ class Captioner(nn.Module):
 
     @torch.no_grad()
     def greedy(self, images: torch.Tensor, max_words: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
-        """Greedy decoding -> words[B, max_words] (EOS, then anything), alpha[B, max_words, X, Y]."""
+        """Greedy decoding -> words[B, max_words] (EOS, then anything), alpha[B, max_words, X,
+        Y]."""
         M = self.features(images)
         z = self.initial_state(M)
         w = torch.full((images.shape[0],), VOCAB.BOS, device=images.device)
@@ -571,16 +613,19 @@ if DEMO:
     torch.manual_seed(0)
     model = Captioner(train.grid, train.cell).to(device)
     print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
-    images, tokens = torch.from_numpy(train.images).to(device), torch.from_numpy(train.tokens).to(device)
+    images, tokens = torch.from_numpy(train.images).to(device), \
+        torch.from_numpy(train.tokens).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=5e-3)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=5e-3, total_steps=STEPS, pct_start=0.1)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=5e-3, total_steps=STEPS,
+                                                   pct_start=0.1)
     batches = torch.Generator().manual_seed(0)
     t0 = time.perf_counter()
     model.train()
     for _ in tqdm(range(STEPS), desc="training"):
         b = torch.randint(len(images), (64,), generator=batches).to(device)
         scores = model(images[b], tokens[b])
-        loss = F.cross_entropy(scores.flatten(0, 1), tokens[b, 1:].flatten(), ignore_index=VOCAB.PAD)
+        loss = F.cross_entropy(scores.flatten(0, 1), tokens[b, 1:].flatten(),
+                               ignore_index=VOCAB.PAD)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -595,7 +640,8 @@ if losses:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.semilogy(losses, lw=0.5, alpha=0.4, label="batch")
     window = 50
-    ax.semilogy(np.arange(window - 1, len(losses)), np.convolve(losses, np.ones(window) / window, "valid"),
+    ax.semilogy(np.arange(window - 1, len(losses)),
+                np.convolve(losses, np.ones(window) / window, "valid"),
                 label=f"mean of {window}")
     ax.set_xlabel("training step")
     ax.set_ylabel("cross-entropy (nats per word)")
@@ -615,17 +661,21 @@ if losses:
 # together in training.
 
 # %% tags=["answer-output"]
-KINDS = {"colour": set(COLOURS), "shape": set(SHAPES), "relation": {"left", "right", "above", "below"}}
+KINDS = {"colour": set(COLOURS), "shape": set(SHAPES),
+         "relation": {"left", "right", "above", "below"}}
 
 
 def caption_accuracy(scenes) -> tuple[dict[str, float], torch.Tensor]:
-    """Greedy captions of `scenes` against their references -> (accuracies: exact, per token, per kind; words)."""
+    """Greedy captions of `scenes` against their references -> (accuracies: exact, per token, per
+    kind; words)."""
     images = torch.from_numpy(scenes.images).to(device)
-    words = torch.cat([model.greedy(images[k:k + 500])[0] for k in range(0, len(images), 500)]).cpu()
+    words = torch.cat([model.greedy(images[k:k + 500])[0]
+                       for k in range(0, len(images), 500)]).cpu()
     reference = torch.from_numpy(scenes.tokens[:, 1:])  # w_1 ... w_T, EOS, PAD
     counted = reference != VOCAB.PAD
     right = (words == reference) & counted
-    result = {"exact caption": float(np.mean([VOCAB.decode(w) == c for w, c in zip(words, scenes.captions)])),
+    result = {"exact caption": float(np.mean([VOCAB.decode(w) == c
+                                              for w, c in zip(words, scenes.captions)])),
               "per token": right.sum().item() / counted.sum().item()}
     for kind, members in KINDS.items():
         ids = torch.tensor([VOCAB.index[w] for w in members])
@@ -638,15 +688,20 @@ if losses:
     train_check = make_scenes(1000, seed=2, split="train")  # new scenes, training pairs
     train_accuracy, _ = caption_accuracy(train_check)
     held_accuracy, held_words = caption_accuracy(held_out)
-    for name, accuracy in (("new scenes of training pairs", train_accuracy), ("held-out pairs", held_accuracy)):
+    for name, accuracy in (("new scenes of training pairs", train_accuracy),
+                           ("held-out pairs", held_accuracy)):
         print(f"{name:>28}: " + ", ".join(f"{k} {v:.1%}" for k, v in accuracy.items()))
     with torch.no_grad():
-        scores = model(torch.from_numpy(held_out.images).to(device), torch.from_numpy(held_out.tokens).to(device))
-        held_loss = F.cross_entropy(scores.flatten(0, 1), torch.from_numpy(held_out.tokens[:, 1:]).to(device).flatten(),
+        scores = model(torch.from_numpy(held_out.images).to(device),
+                       torch.from_numpy(held_out.tokens).to(device))
+        held_loss = F.cross_entropy(scores.flatten(0, 1),
+                                    torch.from_numpy(held_out.tokens[:, 1:]).to(device).flatten(),
                                     ignore_index=VOCAB.PAD).item()
     print(f"held-out teacher-forced loss {held_loss:.4f} nats per word (best possible 0)")
-    mistakes = [(VOCAB.decode(w), c) for w, c in zip(held_words, held_out.captions) if VOCAB.decode(w) != c]
-    print(f"{len(mistakes)} wrong captions of {len(held_out)} held-out scenes" + (", e.g.:" if mistakes else ""))
+    mistakes = [(VOCAB.decode(w), c) for w, c in zip(held_words, held_out.captions)
+                if VOCAB.decode(w) != c]
+    print(f"{len(mistakes)} wrong captions of {len(held_out)} held-out scenes"
+          + (", e.g.:" if mistakes else ""))
     for said, truth in mistakes[:5]:
         print(f"  said '{said}'\n  true '{truth}'")
 
@@ -661,16 +716,19 @@ if losses:
 
 # %% tags=["answer-output"]
 def attention_rows(k: int) -> None:
-    """Draw held-out scene k and, in rows of 5, the glimpse behind each word the model wrote for it."""
+    """Draw held-out scene k and, in rows of 5, the glimpse behind each word the model wrote for
+    it."""
     image = held_out.images[k]
     words, alphas = model.greedy(torch.from_numpy(image[None]).to(device))
     n = (words[0] != VOCAB.EOS).cumprod(0).sum().item() + 1  # words up to and including EOS
     fig, axes = plt.subplots(2, 5, figsize=(7.5, 3.9))
-    show_scene(axes[0, 0], image, "truth:\n" + held_out.captions[k].replace(" a ", "\na "), fontsize=9)
+    show_scene(axes[0, 0], image, "truth:\n" + held_out.captions[k].replace(" a ", "\na "),
+               fontsize=9)
     panels = list(axes.flat[1:])
     for ax, w, alpha in zip(panels, words[0, :n].tolist(), alphas[0, :n].cpu()):
         weight = np.kron(alpha.numpy(), np.ones((train.cell, train.cell)))  # one block per cell
-        ax.imshow(image.transpose(1, 2, 0) * (0.25 + 0.75 * weight[:, :, None] / weight.max()), interpolation="nearest")
+        ax.imshow(image.transpose(1, 2, 0) * (0.25 + 0.75 * weight[:, :, None] / weight.max()),
+                  interpolation="nearest")
         ax.imshow(weight, cmap="magma", alpha=0.35, vmin=0, vmax=1, interpolation="nearest")
         ax.set_title(f"{VOCAB.words[w]}  ({alpha.max():.2f})", fontsize=11)
         ax.set_xticks([]), ax.set_yticks([])
@@ -693,10 +751,12 @@ if losses:
 if losses:
     with torch.no_grad():
         words, alphas = model.greedy(torch.from_numpy(held_out.images).to(device))
-    for relations in ((0, 1), (2, 3)):  # captions with "left of"/"right of", then with "above"/"below"
+    # captions with "left of"/"right of", then with "above"/"below"
+    for relations in ((0, 1), (2, 3)):
         pick = torch.from_numpy(np.isin(held_out.relation, relations))
         alpha = alphas.cpu()[pick]
-        objects = torch.from_numpy(held_out.objects)[pick]  # [N, 2, (colour, shape, row, col)], subject first
+        # [N, 2, (colour, shape, row, col)], subject first
+        objects = torch.from_numpy(held_out.objects)[pick]
         n, t = torch.arange(len(objects))[:, None], torch.arange(alpha.shape[1])[None]
         on_subject = alpha[n, t, objects[:, :1, 2], objects[:, :1, 3]].mean(0)
         on_other = alpha[n, t, objects[:, 1:, 2], objects[:, 1:, 3]].mean(0)
@@ -705,7 +765,8 @@ if losses:
         print(f"{len(objects)} held-out scenes like  " + " ".join(f"{w:>8}" for w in example))
         for name, mass in (("subject", on_subject), ("other object", on_other),
                            ("14 empty cells", empty)):
-            print(f"  mean weight on the {name:>14}: " + " ".join(f"{m:8.2f}" for m in mass[:len(example)].tolist()))
+            print(f"  mean weight on the {name:>14}: "
+                  + " ".join(f"{m:8.2f}" for m in mass[:len(example)].tolist()))
 
 
 # %% [markdown]
@@ -714,24 +775,34 @@ if losses:
 
 # %% tags=["answer-output"]
 def glimpse_figures(scenes) -> dict[str, float]:
-    """Mean weight of the glimpse behind each kind of word on the object the word is about (greedy decoding)."""
+    """Mean weight of the glimpse behind each kind of word on the object the word is about (greedy
+    decoding)."""
     with torch.no_grad():
         _, alphas = model.greedy(torch.from_numpy(scenes.images).to(device))
     alphas = alphas.cpu()  # [N, steps, X, Y]
     objects = torch.from_numpy(scenes.objects)  # [N, 2, (colour, shape, row, col)], subject first
     n, t = torch.arange(len(objects))[:, None], torch.arange(alphas.shape[1])[None]
-    on_subject, on_other = (alphas[n, t, objects[:, o, 2:3], objects[:, o, 3:4]] for o in (0, 1))  # [N, steps]
-    words = torch.from_numpy(scenes.tokens[:, 1:])  # w_1 ... w_T of the true captions, then EOS and PAD
-    kind = {name: torch.isin(words, torch.tensor([VOCAB.index[w] for w in KINDS[name]])) for name in KINDS}
-    second = (words == VOCAB.index["a"]).cumsum(dim=1) == 2  # from the second "a" on: the other object's words
+    # [N, steps]
+    on_subject, on_other = (alphas[n, t, objects[:, o, 2:3], objects[:, o, 3:4]] for o in (0, 1))
+    # w_1 ... w_T of the true captions, then EOS and PAD
+    words = torch.from_numpy(scenes.tokens[:, 1:])
+    kind = {name: torch.isin(words,
+                             torch.tensor([VOCAB.index[w] for w in KINDS[name]])) for name in KINDS}
+    # from the second "a" on: the other object's words
+    second = (words == VOCAB.index["a"]).cumsum(dim=1) == 2
     names = kind["colour"] | kind["shape"]
-    return {"the subject's colour, on the subject": on_subject[kind["colour"] & ~second].mean().item(),
-            "the subject's shape, on the subject": on_subject[kind["shape"] & ~second].mean().item(),
-            "the relation word, on the other object": on_other[kind["relation"]].mean().item(),
-            "the other's colour, on the other object": on_other[kind["colour"] & second].mean().item(),
-            "the other's shape, on the other object": on_other[kind["shape"] & second].mean().item(),
-            "a word that names an object, on that object": torch.where(second, on_other, on_subject)[names]
-            .mean().item()}
+    first = ~second
+
+    def mean(x: torch.Tensor) -> float:
+        return x.mean().item()
+
+    return {"the subject's colour, on the subject": mean(on_subject[kind["colour"] & first]),
+            "the subject's shape, on the subject": mean(on_subject[kind["shape"] & first]),
+            "the relation word, on the other object": mean(on_other[kind["relation"]]),
+            "the other's colour, on the other object": mean(on_other[kind["colour"] & second]),
+            "the other's shape, on the other object": mean(on_other[kind["shape"] & second]),
+            "a word that names an object, on that object":
+                mean(torch.where(second, on_other, on_subject)[names])}
 
 
 if losses:
@@ -747,10 +818,12 @@ if losses:
 
 # %% tags=["answer-output"]
 CLAIMS = {  # figure: (the bound the text states, what a run below it means)
-    "exact caption": (0.95, "the captioner has not learned to describe the unseen combinations of objects"),
+    "exact caption": (0.95, "the captioner has not learned to describe the unseen combinations of "
+                            "objects"),
     "a word that names an object, on that object": (
-        0.5, "the words that name objects are not written while looking at those objects: the captions come from "
-             "somewhere else than the glimpses"),
+        0.5,
+        "the words that name objects are not written while looking at those "
+        "objects: the captions come from somewhere else than the glimpses"),
 }
 missed = {}
 if losses:
@@ -759,15 +832,18 @@ if losses:
               if not (math.isfinite(measured[name]) and measured[name] >= bound)}
     for name, value in missed.items():
         bound, meaning = CLAIMS[name]
-        print(f"{name}: {value:.3f}, below the {bound} the text states: {meaning}. Your image_attention and attend "
-              "ran inside the model (through torch.vmap, on a batch): if they pass their tests, check them there "
-              "against a loop over the images, then train again.")
+        print(f"{name}: {value:.3f}, below the {bound} the text states: "
+              f"{meaning}. Your image_attention and attend ran inside the model "
+              "(through torch.vmap, on a batch): if they pass their tests, check "
+              "them there against a loop over the images, then train again.")
     print("every figure the text states holds on this run" if not missed else "")
 
 # %% tags=["solutions-only"]
-# The book's run asserts the figures the text states (their bounds, and what a miss means, are in CLAIMS above).
+# The book's run asserts the figures the text states (their bounds, and what a miss means, are in
+# CLAIMS above).
 if losses:
-    assert held_accuracy["exact caption"] >= CLAIMS["exact caption"][0], missed  # claim: ch5-held-out-exact
+    assert held_accuracy["exact caption"] >= CLAIMS["exact caption"][0], \
+        missed  # claim: ch5-held-out-exact
     for name in list(CLAIMS)[1:]:
         assert figures[name] >= CLAIMS[name][0], (name, missed)  # claim: ch5-glimpses
 

@@ -74,7 +74,8 @@ import math
 import os
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its threads (see Chapter 4)
+# before torch starts its threads (see Chapter 4)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
@@ -85,7 +86,14 @@ from attnlab.data import grammar
 from attnlab.data.grammar import GRAMMAR, PAD
 from attnlab.equations import evaluate
 from attnlab.grading import is_grading
-from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import (
+    Explained,
+    expect_answer,
+    expect_close,
+    expect_equations,
+    expect_like,
+    expect_shape,
+)
 
 if not is_grading():
     torch.set_num_threads(2)
@@ -118,23 +126,29 @@ M0[b,t,j] = E[w[b,t], j]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_embed_equation", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked out by hand.
-expect_equations(EMBED_EQUATION, inputs={"E": "Vocab,J", "w": "B,T in Vocab"}, defines={"M0": "B,T,J"},
+# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked
+# out by hand.
+expect_equations(EMBED_EQUATION, inputs={"E": "Vocab,J", "w": "B,T in Vocab"},
+                 defines={"M0": "B,T,J"},
                  what="Problem 6.1, EMBED_EQUATION")
 
-# By hand: 3 words with J = 2, E = [[0, 1], [2, 3], [4, 5]], and two sentences w = [[2, 0, 2], [1, 1, 0]]. Layer 0
-# holds the vector of each word of each sentence: [[[4, 5], [0, 1], [4, 5]], [[2, 3], [2, 3], [0, 1]]].
+# By hand: 3 words with J = 2, E = [[0, 1], [2, 3], [4, 5]], and two sentences w = [[2, 0, 2], [1,
+# 1, 0]]. Layer 0 holds the vector of each word of each sentence: [[[4, 5], [0, 1], [4, 5]], [[2,
+# 3], [2, 3], [0, 1]]].
 hand = {"E": torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], dtype=torch.float64),
         "w": torch.tensor([[2, 0, 2], [1, 1, 0]])}
 got = evaluate(EMBED_EQUATION, hand)["M0"]
 if got.shape == (2, 3, 2) and torch.equal(got[0], got[1]):
-    raise Explained(f"Evaluated on two hand-checked sentences your M0 is {got.tolist()}: both sentences get the same "
-                    "vectors, but each sentence b must read its own words.")
-expect_close(got, torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]], [[2.0, 3.0], [2.0, 3.0], [0.0, 1.0]]],
+    raise Explained(f"Evaluated on two hand-checked sentences your M0 is {got.tolist()}: both "
+                    "sentences get the same vectors, but each sentence b must read its own words.")
+expect_close(got,
+             torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]],
+                           [[2.0, 3.0], [2.0, 3.0], [0.0, 1.0]]],
                                dtype=torch.float64),
-             "your M0 on the hand-checked sentences [[2, 0, 2], [1, 1, 0]] with E = [[0, 1], [2, 3], [4, 5]]",
-             hint="Each position of each sentence holds the vector of the word written there: which axis of E "
-                  "does a word id select?")
+             "your M0 on the hand-checked sentences [[2, 0, "
+             "2], [1, 1, 0]] with E = [[0, 1], [2, 3], [4, 5]]",
+             hint="Each position of each sentence holds the vector of the "
+                  "word written there: which axis of E does a word id select?")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -148,7 +162,8 @@ hidden_check("ch6.EMBED_EQUATION", EMBED_EQUATION)
 
 # %% nbgrader={"grade": false, "grade_id": "embed", "locked": false, "schema_version": 3, "solution": true}
 def embed(w: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """w[B, T] integer word ids, E[|V|, J] word vectors -> M0[B, T, J]: layer 0 of the language CNN."""
+    """w[B, T] integer word ids, E[|V|, J] word vectors -> M0[B, T, J]: layer 0 of the language
+    CNN."""
     ### BEGIN SOLUTION
     return E[w]
     ### END SOLUTION
@@ -159,18 +174,24 @@ def embed(w: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
 E1 = torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], dtype=torch.float64)  # |V| = 3 words, J = 2
 w1 = torch.tensor([[2, 0, 2]])  # one sentence of three words
 got = embed(w1, E1)
-expect_shape(got, (1, 3, 2), "embed(w[1,3], E[3,2])", hint="One J-vector per word of every sentence: [B, T, J].")
+expect_shape(got, (1, 3, 2), "embed(w[1,3], E[3,2])",
+             hint="One J-vector per word of every sentence: [B, T, J].")
 expect_like(got, E1, "embed with float64 word vectors")
 expect_like(embed(w1, E1.float()), E1.float(), "embed with float32 word vectors")
-expect_close(got, torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]]], dtype=torch.float64), "embed([[2, 0, 2]], E)",
+expect_close(got, torch.tensor([[[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]]], dtype=torch.float64),
+             "embed([[2, 0, 2]], E)",
              hint="Look at what E's rows and columns index, and which of them a word id selects.")
 
-# Two sentences, a vocabulary of 4 words with J = 3 (|V| != J: the row of E is the word, the column the channel).
-E2 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64)
+# Two sentences, a vocabulary of 4 words with J = 3 (|V| != J: the row of E is the word, the column
+# the channel).
+E2 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [4.0, 5.0, 6.0]],
+                  dtype=torch.float64)
 w2 = torch.tensor([[3, 1], [0, 3]])
-expect_close(embed(w2, E2), torch.tensor([[[4.0, 5.0, 6.0], [0.0, 2.0, 0.0]], [[1.0, 0.0, 0.0], [4.0, 5.0, 6.0]]],
+expect_close(embed(w2, E2),
+             torch.tensor([[[4.0, 5.0, 6.0], [0.0, 2.0, 0.0]], [[1.0, 0.0, 0.0], [4.0, 5.0, 6.0]]],
                                         dtype=torch.float64), "embed([[3, 1], [0, 3]], E[4,3])",
-             hint="Sentence b keeps its own words, in order: the batch index and the positions are not mixed.")
+             hint="Sentence b keeps its own words, in order: the "
+                  "batch index and the positions are not mixed.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -195,7 +216,8 @@ hidden_check("ch6.embed", embed)
 # `beta` (`J2`); `sigmoid` is $\sigma$. One line `M1[b,t,j2] = ...`.
 
 # %% nbgrader={"grade": false, "grade_id": "stride2_equation", "locked": false, "schema_version": 3, "solution": true}
-# One equation, M1[b,t,j2] = ..., from M0[b,t,j] (B x T x J), W[d,j,j2] (D x J x J2) and beta[j2] (J2).
+# One equation, M1[b,t,j2] = ..., from M0[b,t,j] (B x T x J), W[d,j,j2] (D x J x J2) and beta[j2]
+# (J2).
 ### BEGIN SOLUTION
 STRIDE2_EQUATION = r"""
 M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[b, 2*t + d, j] - beta[j2])
@@ -203,35 +225,45 @@ M1[b,t,j2] = sigmoid(sum_{d,j} W[d,j,j2] * M0[b, 2*t + d, j] - beta[j2])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_stride2_equation", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked out by hand.
-expect_equations(STRIDE2_EQUATION, inputs={"M0": "B,T,J", "W": "D,J,J2", "beta": "J2"}, defines={"M1": "B,T2,J2"},
+# Visible tests: the form of your equation (names, indices, sizes), then its value on a case worked
+# out by hand.
+expect_equations(STRIDE2_EQUATION, inputs={"M0": "B,T,J", "W": "D,J,J2", "beta": "J2"},
+                 defines={"M1": "B,T2,J2"},
                  what="Problem 6.3, STRIDE2_EQUATION")
 
-# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]] (W[0] = 1, W[1] = 2), beta = [1], and two sentences,
-# [1, 2, 3, 4, 5] and [5, 4, 3, 2, 1]. Two windows fit in each; before the sigmoid the outputs are
-# [1 + 2*2 - 1, 3 + 2*4 - 1] = [4, 10] and [5 + 2*4 - 1, 3 + 2*2 - 1] = [12, 6].
-hand = {"M0": torch.tensor([[[1.0], [2.0], [3.0], [4.0], [5.0]], [[5.0], [4.0], [3.0], [2.0], [1.0]]],
+# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]] (W[0] = 1, W[1] = 2), beta = [1], and
+# two sentences, [1, 2, 3, 4, 5] and [5, 4, 3, 2, 1]. Two windows fit in each; before the sigmoid
+# the outputs are [1 + 2*2 - 1, 3 + 2*4 - 1] = [4, 10] and [5 + 2*4 - 1, 3 + 2*2 - 1] = [12, 6].
+hand = {"M0": torch.tensor([[[1.0], [2.0], [3.0], [4.0], [5.0]],
+                            [[5.0], [4.0], [3.0], [2.0], [1.0]]],
                            dtype=torch.float64),
-        "W": torch.tensor([[[1.0]], [[2.0]]], dtype=torch.float64), "beta": torch.tensor([1.0], dtype=torch.float64)}
+        "W": torch.tensor([[[1.0]], [[2.0]]], dtype=torch.float64),
+        "beta": torch.tensor([1.0], dtype=torch.float64)}
 got = evaluate(STRIDE2_EQUATION, hand)["M1"]
-mistakes = {  # what some common mistakes give on this example before the sigmoid (worked out by hand)
+# what some common mistakes give on this example before the sigmoid (worked out by hand)
+mistakes = {
     "the windows start one position apart (stride 1); with stride 2 they start two positions apart":
         [[4.0, 7.0, 10.0, 13.0], [12.0, 9.0, 6.0, 3.0]],
-    "the threshold beta is added; the convention subtracts it before the sigmoid": [[6.0, 12.0], [14.0, 8.0]],
-    "W[0] multiplies the last position of each window: the offset counts from the window's first position":
+    "the threshold beta is added; the convention subtracts it before the sigmoid":
+        [[6.0, 12.0], [14.0, 8.0]],
+    "W[0] multiplies the last position of each window: "
+    "the offset counts from the window's first position":
         [[3.0, 9.0], [13.0, 7.0]],
 }
 for mistake, wrong in mistakes.items():
     expected = torch.sigmoid(torch.tensor(wrong, dtype=torch.float64)[:, :, None])
     if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-6):
-        raise Explained(f"Evaluated on the two hand-checked sentences your M1 is {got.tolist()}: {mistake}.")
-if got.shape == (2, 2, 1) and torch.allclose(got, torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)):
-    raise Explained("Evaluated on the two hand-checked sentences your M1 is the sums before the nonlinearity: "
-                    "apply the logistic sigmoid.")
-expect_close(got, torch.sigmoid(torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)),
+        raise Explained("Evaluated on the two hand-checked sentences "
+                        f"your M1 is {got.tolist()}: {mistake}.")
+if got.shape == (2, 2, 1) and torch.allclose(
+    got, torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)):
+    raise Explained("Evaluated on the two hand-checked sentences your M1 is the "
+                    "sums before the nonlinearity: apply the logistic sigmoid.")
+expect_close(got,
+             torch.sigmoid(torch.tensor([[[4.0], [10.0]], [[12.0], [6.0]]], dtype=torch.float64)),
              "your M1 on the hand-checked sentences (expected sigmoid of [[4, 10], [12, 6]])",
-             hint="Work the example by hand: which positions of the same sentence does each output window read, "
-                  "and which of W[0], W[1] multiplies which?")
+             hint="Work the example by hand: which positions of the same sentence does "
+                  "each output window read, and which of W[0], W[1] multiplies which?")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -276,8 +308,9 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 
 # %% nbgrader={"grade": false, "grade_id": "conv_stride2", "locked": false, "schema_version": 3, "solution": true}
 def conv_stride2(M: torch.Tensor, W: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """M[B, T, J], W[D, J, J'] (offset, input channel, output channel), beta[J'] -> M1[B, (T - D)//2 + 1, J']:
-    one stride-2 layer with the logistic nonlinearity, valid positions only."""
+    """M[B, T, J], W[D, J, J'] (offset, input channel, output channel), beta[J']
+    -> M1[B, (T - D)//2 + 1, J']: one stride-2 layer with the logistic nonlinearity, valid positions
+    only."""
     ### BEGIN SOLUTION
     D = W.shape[0]
     windows = M.unfold(1, D, 2)  # [B, T2, J, D]: windows[b, t, j, d] = M[b, 2t + d, j]
@@ -294,37 +327,49 @@ W = torch.randn(D, J, J2, generator=g, dtype=torch.float64)
 beta = torch.randn(J2, generator=g, dtype=torch.float64)
 out = conv_stride2(M, W, beta)
 expect_shape(out, (B, 3, J2), "conv_stride2(M[2,8,4], W[3,4,5], beta[5])",
-             hint="Valid positions only: (T - D)//2 + 1 = (8 - 3)//2 + 1 = 3 windows fit. T//2 = 4 would need a "
-                  "window past the end of the sentence (padding); T - D + 1 = 6 is stride 1.")
+             hint="Valid positions only: (T - D)//2 + 1 = (8 - 3)//2 + 1 = "
+                  "3 windows fit. T//2 = 4 would need a window past the end "
+                  "of the sentence (padding); T - D + 1 = 6 is stride 1.")
 expect_like(out, M, "conv_stride2 on float64 inputs")
-expect_like(conv_stride2(M.float(), W.float(), beta.float()), M.float(), "conv_stride2 on float32 inputs")
+expect_like(conv_stride2(M.float(), W.float(), beta.float()), M.float(),
+            "conv_stride2 on float32 inputs")
 for T_, D_, n in ((3, 3, 1), (4, 3, 1), (9, 2, 4), (10, 2, 5), (2, 1, 1)):
-    expect_shape(conv_stride2(torch.randn(B, T_, J, generator=g, dtype=torch.float64), W[:D_], beta), (B, n, J2),
-                 f"conv_stride2 with T = {T_}, D = {D_}", hint=f"(T - D)//2 + 1 = {n} windows of width D fit in T.")
+    expect_shape(conv_stride2(torch.randn(B, T_, J, generator=g, dtype=torch.float64), W[:D_],
+                              beta), (B, n, J2),
+                 f"conv_stride2 with T = {T_}, D = {D_}",
+                 hint=f"(T - D)//2 + 1 = {n} windows of width D fit in T.")
 
 # Limits: with W = 0 every output is sigma(-beta[j']), whatever M is.
 zero = torch.zeros_like(W)
-expect_close(conv_stride2(M, zero, beta), torch.sigmoid(-beta).expand(B, 3, J2), "conv_stride2 with W = 0",
-             hint="sigma(0 - beta[j']): SUBTRACT the threshold (do not add it), then apply the logistic sigmoid.")
-expect_close(conv_stride2(M, zero, torch.zeros_like(beta)), torch.full((B, 3, J2), 0.5, dtype=torch.float64),
-             "conv_stride2 with W = 0 and beta = 0", hint="sigma(0) = 1/2: apply torch.sigmoid to the sums.")
+expect_close(conv_stride2(M, zero, beta), torch.sigmoid(-beta).expand(B, 3, J2),
+             "conv_stride2 with W = 0",
+             hint="sigma(0 - beta[j']): SUBTRACT the threshold (do "
+                  "not add it), then apply the logistic sigmoid.")
+expect_close(conv_stride2(M, zero, torch.zeros_like(beta)),
+             torch.full((B, 3, J2), 0.5, dtype=torch.float64),
+             "conv_stride2 with W = 0 and beta = 0",
+             hint="sigma(0) = 1/2: apply torch.sigmoid to the sums.")
 
-# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]], beta = [1], M = [1, 2, 3, 4, 5]: two windows
-# fit, and before the sigmoid the outputs are 4 and 10 (work them out).
+# By hand: one channel in and out, D = 2, W = [[[1]], [[2]]], beta = [1], M = [1, 2, 3, 4, 5]: two
+# windows fit, and before the sigmoid the outputs are 4 and 10 (work them out).
 M1 = torch.tensor([[[1.0], [2.0], [3.0], [4.0], [5.0]]], dtype=torch.float64)
 W1 = torch.tensor([[[1.0]], [[2.0]]], dtype=torch.float64)
 expect_close(conv_stride2(M1, W1, torch.tensor([1.0], dtype=torch.float64)),
-             torch.sigmoid(torch.tensor([[[4.0], [10.0]]], dtype=torch.float64)), "conv_stride2 on the hand example",
-             hint="Work the example by hand: which inputs does each output window read with stride 2, and which "
-                  "of W[0], W[1] multiplies which of them? (Offsets reversed give 3 and 9 before the sigmoid.)")
+             torch.sigmoid(torch.tensor([[[4.0], [10.0]]], dtype=torch.float64)),
+             "conv_stride2 on the hand example",
+             hint="Work the example by hand: which inputs does each output window "
+                  "read with stride 2, and which of W[0], W[1] multiplies which "
+                  "of them? (Offsets reversed give 3 and 9 before the sigmoid.)")
 
 # The batch index is kept: each sentence is convolved on its own.
-expect_close(out[1:], conv_stride2(M[1:], W, beta), "conv_stride2(M)[1] against conv_stride2(M[1:])",
+expect_close(out[1:], conv_stride2(M[1:], W, beta),
+             "conv_stride2(M)[1] against conv_stride2(M[1:])",
              hint="Sentence b's output may depend on sentence b's input only.")
 
 # The middle index of W is the input channel, the last the output channel.
 expect_close(out[..., :2], conv_stride2(M, W[..., :2], beta[:2]), "the first two output channels",
-             hint="W is [D, J, J']: sum over the middle index (input channel j), keep the last (output channel j').")
+             hint="W is [D, J, J']: sum over the middle index (input "
+                  "channel j), keep the last (output channel j').")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -350,8 +395,10 @@ g = torch.Generator().manual_seed(2)
 M = torch.randn(3, 16, 8, generator=g, dtype=torch.float64)
 W = torch.randn(3, 8, 5, generator=g, dtype=torch.float64)
 beta = torch.randn(5, generator=g, dtype=torch.float64)
-reference = torch.sigmoid(F.conv1d(M.transpose(1, 2), W.permute(2, 1, 0), -beta, stride=2).transpose(1, 2))
-print("max |conv_stride2 - sigmoid(conv1d)| =", (conv_stride2(M, W, beta) - reference).abs().max().item())
+reference = torch.sigmoid(F.conv1d(M.transpose(1, 2), W.permute(2, 1, 0), -beta,
+                                   stride=2).transpose(1, 2))
+print("max |conv_stride2 - sigmoid(conv1d)| =",
+      (conv_stride2(M, W, beta) - reference).abs().max().item())
 
 # %% [markdown]
 # ## 6.3 Parallel running time
@@ -442,7 +489,8 @@ while sizes[-1] >= D:
 
 
 def centre(l: int, t: int) -> float:
-    """Where position t of layer l is drawn: midway between the first and last positions it reads."""
+    """Where position t of layer l is drawn: midway between the first and last positions it
+    reads."""
     return float(t) if l == 0 else (centre(l - 1, 2 * t) + centre(l - 1, 2 * t + D - 1)) / 2
 
 
@@ -450,7 +498,8 @@ fig, ax = plt.subplots(figsize=(8, 4.5))
 for l in range(1, len(sizes)):
     for t in range(sizes[l]):
         for d in range(D):
-            ax.plot([centre(l, t), centre(l - 1, 2 * t + d)], [l, l - 1], color="0.75", lw=0.8, zorder=1)
+            ax.plot([centre(l, t), centre(l - 1, 2 * t + d)], [l, l - 1], color="0.75", lw=0.8,
+                    zorder=1)
 for l, n in enumerate(sizes):
     ax.scatter([centre(l, t) for t in range(n)], [l] * n, s=60, zorder=2,
                label=f"$M_{l}$: {n} position{'s' * (n > 1)}")
@@ -471,7 +520,8 @@ plt.show()
 
 # %% nbgrader={"grade": false, "grade_id": "receptive_field", "locked": false, "schema_version": 3, "solution": true}
 def receptive_field(l: int, D: int) -> int:
-    """r_l: words that one output of layer l depends on, for stride-2 layers of width D (r_0 = 1)."""
+    """r_l: words that one output of layer l depends on, for stride-2 layers of width D (r_0 =
+    1)."""
     ### BEGIN SOLUTION
     return 1 + (D - 1) * (2**l - 1)
     ### END SOLUTION
@@ -480,18 +530,22 @@ def receptive_field(l: int, D: int) -> int:
 # %% nbgrader={"grade": true, "grade_id": "test_receptive_field", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 for l, D in [(0, 3), (2, 3), (5, 2), (3, 1), (40, 4)]:
     if type(receptive_field(l, D)) is not int:
-        raise Explained(f"receptive_field({l}, {D}) returned {type(receptive_field(l, D)).__name__}; "
-                        "return a Python int (a float cannot count the words of a deep stack exactly).")
+        raise Explained(f"receptive_field({l}, {D}) returned "
+                        f"{type(receptive_field(l, D)).__name__}; return a Python int "
+                        "(a float cannot count the words of a deep stack exactly).")
 if any(receptive_field(0, D) != 1 for D in (1, 2, 3, 5)):
-    raise Explained("receptive_field(0, D) should be 1: layer 0 is the embedding, one word per position.")
+    raise Explained("receptive_field(0, D) should be 1: layer "
+                    "0 is the embedding, one word per position.")
 if any(receptive_field(1, D) != D for D in (1, 2, 3, 5)):
-    raise Explained("receptive_field(1, D) should be D: a stride-2 layer reads D consecutive positions of layer 0.")
+    raise Explained("receptive_field(1, D) should be D: a stride-2 "
+                    "layer reads D consecutive positions of layer 0.")
 if any(receptive_field(l + 1, D) <= receptive_field(l, D) for l in range(6) for D in (2, 3, 5)):
-    raise Explained("with D >= 2 one output of layer l + 1 should see more words than one of layer l: the D "
-                    "positions it reads do not all start at the same word.")
+    raise Explained("with D >= 2 one output of layer l + 1 should see more words than one "
+                    "of layer l: the D positions it reads do not all start at the same word.")
 if all(receptive_field(2, D) == D * D for D in (3, 4, 5)):
-    raise Explained("receptive_field(2, D) = D * D counts D windows of D words each, as if they did not overlap "
-                    "(a stride of D). Stride 2 starts neighbouring windows 2 positions apart.")
+    raise Explained("receptive_field(2, D) = D * D counts D windows of D "
+                    "words each, as if they did not overlap (a stride of D). "
+                    "Stride 2 starts neighbouring windows 2 positions apart.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -511,7 +565,8 @@ def layers_needed(T: int, D: int) -> int:
     """The fewest stride-2 layers of width D >= 2 after which one output sees all T words."""
     ### BEGIN SOLUTION
     if D < 2:
-        raise ValueError(f"with D = {D} a layer's output sees one word: no depth sees a longer sentence")
+        raise ValueError(f"with D = {D} a layer's output sees one "
+                         "word: no depth sees a longer sentence")
     layers = 0
     while receptive_field(layers, D) < T:
         layers += 1
@@ -522,16 +577,18 @@ def layers_needed(T: int, D: int) -> int:
 # %% nbgrader={"grade": true, "grade_id": "test_layers_needed", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 for T, D in [(1, 3), (15, 3), (1000, 2)]:
     if type(layers_needed(T, D)) is not int:
-        raise Explained(f"layers_needed({T}, {D}) returned {type(layers_needed(T, D)).__name__}; return a Python int.")
+        raise Explained(f"layers_needed({T}, {D}) returned "
+                        f"{type(layers_needed(T, D)).__name__}; return a Python int.")
 if any(layers_needed(1, D) != 0 for D in (2, 3, 5)):
-    raise Explained("layers_needed(1, D) should be 0: the embedding alone sees a one-word sentence.")
+    raise Explained("layers_needed(1, D) should be 0: the embedding alone sees a one-word "
+                    "sentence.")
 if any(layers_needed(T + 1, D) < layers_needed(T, D) for T in range(1, 60) for D in (2, 3, 5)):
     raise Explained("a longer sentence never needs fewer layers.")
 for T, D in [(2, 2), (9, 3), (100, 3), (1000, 5), (10**6, 2)]:
     L = layers_needed(T, D)
     if receptive_field(L, D) < T or (L > 0 and receptive_field(L - 1, D) >= T):
-        raise Explained(f"layers_needed({T}, {D}) = {L} disagrees with your receptive_field: the answer is the "
-                        f"smallest L with receptive_field(L, {D}) >= {T}.")
+        raise Explained(f"layers_needed({T}, {D}) = {L} disagrees with your receptive_field: "
+                        f"the answer is the smallest L with receptive_field(L, {D}) >= {T}.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -557,7 +614,8 @@ if not is_grading():
         ax.legend(fontsize=9)
         plt.show()
         for T_ in (15, 100, 1000, 10**6):
-            print(f"T = {T_:>7}: a D = 3 CNN needs {layers_needed(T_, 3):2d} layers, one RNN layer {T_} steps")
+            print(f"T = {T_:>7}: a D = 3 CNN needs {layers_needed(T_, 3):2d} "
+                  f"layers, one RNN layer {T_} steps")
     except Exception as exc:  # unfinished answers: nothing to draw
         print(f"Your answers are not drawn: {type(exc).__name__}: {exc}")
 
@@ -651,22 +709,28 @@ train_set = grammar.sample(20000, seed=0)
 held_out = grammar.sample(2000, seed=1)
 n_words, n_topics, T_IN = len(GRAMMAR.vocab), len(grammar.TOPICS), 15
 BAYES = GRAMMAR.bayes_accuracy(held_out)
-bayes_classifier = (GRAMMAR.topic_posteriors(held_out).argmax(1) == held_out.topics).double().mean().item()
+bayes_classifier = (GRAMMAR.topic_posteriors(held_out).argmax(1)
+                    == held_out.topics).double().mean().item()
 for n in range(4):
     p = GRAMMAR.topic_posteriors(held_out[n:n + 1])[0]
-    print(f"{GRAMMAR.text(held_out, n):45s} topic {grammar.TOPICS[held_out.topics[n]]:>8};  P(topic | sentence) = "
+    print(f"{GRAMMAR.text(held_out, n):45s} topic "
+          f"{grammar.TOPICS[held_out.topics[n]]:>8};  P(topic | sentence) = "
           + ", ".join(f"{c} {q:.2f}" for c, q in zip(grammar.TOPICS, p.tolist())))
 print(f"\nBayes-optimal accuracy E[max_c P(c | sentence)] on the held-out set: {BAYES:.4f}")
-print(f"the Bayes classifier's accuracy on these {len(held_out)} sentences:      {bayes_classifier:.4f}")
+print("the Bayes classifier's accuracy on these "
+      f"{len(held_out)} sentences:      {bayes_classifier:.4f}")
 
 
 class CNNClassifier(nn.Module):
-    """embed, `layers` stride-2 layers of width D, then scores from the first position of the top layer."""
+    """embed, `layers` stride-2 layers of width D, then scores from the first position of the top
+    layer."""
 
-    def __init__(self, n_words: int, n_topics: int, J: int = 64, D: int = 3, layers: int = 3) -> None:
+    def __init__(self, n_words: int, n_topics: int, J: int = 64, D: int = 3,
+                 layers: int = 3) -> None:
         super().__init__()
         self.E = nn.Parameter(0.5 * torch.randn(n_words, J))
-        self.W = nn.ParameterList(nn.Parameter(torch.randn(D, J, J) / math.sqrt(D * J)) for _ in range(layers))
+        self.W = nn.ParameterList(nn.Parameter(torch.randn(D, J, J) / math.sqrt(D * J))
+                                  for _ in range(layers))
         self.beta = nn.ParameterList(nn.Parameter(torch.zeros(J)) for _ in range(layers))
         self.out = nn.Linear(J, n_topics)
 
@@ -697,12 +761,14 @@ class RNNClassifier(nn.Module):
 def accuracy(model: nn.Module, batch: grammar.Sentences) -> float:
     """Fraction of sentences whose topic the model gets right."""
     with torch.no_grad():
-        return (model(batch.words(T_IN).to(device)).argmax(1).cpu() == batch.topics).float().mean().item()
+        predicted = model(batch.words(T_IN).to(device)).argmax(1).cpu()
+        return (predicted == batch.topics).float().mean().item()
 
 
 def train(model: nn.Module, name: str, steps: int = 400, lr: float = 1e-2, batch_size: int = 128,
           every: int = 50, seed: int = 0) -> dict[str, list[float]]:
-    """Adam, one-cycle learning rate, cross-entropy on the topic; held-out accuracy every `every` steps."""
+    """Adam, one-cycle learning rate, cross-entropy on the topic; held-out accuracy every `every`
+    steps."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
@@ -748,7 +814,8 @@ if results:
     for layers in (1, 2):
         torch.manual_seed(0)
         shallow = CNNClassifier(n_words, n_topics, layers=layers).to(device)
-        results[f"CNN, {layers} layer" + "s" * (layers > 1)] = train(shallow, f"CNN, {layers} layer(s)")
+        results[f"CNN, {layers} layer"
+                + "s" * (layers > 1)] = train(shallow, f"CNN, {layers} layer(s)")
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 8.5))
     for name, r in results.items():
         ax.plot(r["step"], r["accuracy"], "o-", label=name)
@@ -810,9 +877,11 @@ def wall_clock(fn, *args) -> tuple[float, float, float]:
 
 def gru_kernel() -> str:
     """What runs nn.GRU on the active device."""
-    if device.type == "cuda" and torch.backends.cudnn.is_available() and torch.backends.cudnn.enabled:
+    if (device.type == "cuda" and torch.backends.cudnn.is_available()
+            and torch.backends.cudnn.enabled):
         return "cuDNN's fused RNN kernel (aten::_cudnn_rnn), all T steps in one call"
-    return "PyTorch's own GRU kernel (aten::gru), a loop over the T positions with one matrix product per step"
+    return ("PyTorch's own GRU kernel (aten::gru), a loop over the T positions with one matrix "
+            "product per step")
 
 
 timed_Ts = [2**k - 1 for k in range(4, 12)] if DEMO else []
@@ -831,16 +900,19 @@ if timed_Ts:
              else torch.cuda.get_device_name())
     print(f"on {where}; the GRU runs as {gru_kernel()}")
     for T, (a, a0, a1), (b, b0, b1) in zip(timed_Ts, cnn_s, rnn_s):
-        print(f"T = {T:5d}: CNN ({layers_needed(T, 3):2d} layers) {a * 1e3:8.2f} ms ({a0 * 1e3:.2f} to {a1 * 1e3:.2f})   "
+        print(f"T = {T:5d}: CNN ({layers_needed(T, 3):2d} layers) "
+              f"{a * 1e3:8.2f} ms ({a0 * 1e3:.2f} to {a1 * 1e3:.2f})   "
               f"GRU {b * 1e3:8.2f} ms ({b0 * 1e3:.2f} to {b1 * 1e3:.2f})")
-    print(f"from T = {timed_Ts[0]} to T = {timed_Ts[-1]} ({timed_Ts[-1] / timed_Ts[0]:.0f} times longer): the CNN's time "
-          f"x{cnn_s[-1][0] / cnn_s[0][0]:.1f}, the GRU's x{rnn_s[-1][0] / rnn_s[0][0]:.1f}; at T = {timed_Ts[-1]} "
-          f"the GRU takes {rnn_s[-1][0] / cnn_s[-1][0]:.1f} times the CNN's time")  # claim: ch6-timing-ratios
+    print(f"from T = {timed_Ts[0]} to T = {timed_Ts[-1]} ({timed_Ts[-1] / timed_Ts[0]:.0f} "
+          f"times longer): the CNN's time x{cnn_s[-1][0] / cnn_s[0][0]:.1f}, the GRU's "
+          f"x{rnn_s[-1][0] / rnn_s[0][0]:.1f}; at T = {timed_Ts[-1]} the GRU takes "
+          f"{rnn_s[-1][0] / cnn_s[-1][0]:.1f} times the CNN's time")  # claim: ch6-timing-ratios
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for runs, style, label in ((cnn_s, "s-", "CNN, layers for full context"), (rnn_s, "o-", "GRU")):
         median, fastest, slowest = zip(*runs)
         line, = ax.plot(timed_Ts, median, style, label=f"{label}: median of 9")
-        ax.fill_between(timed_Ts, fastest, slowest, color=line.get_color(), alpha=0.2, label=f"{label}: fastest to slowest")
+        ax.fill_between(timed_Ts, fastest, slowest, color=line.get_color(), alpha=0.2,
+                        label=f"{label}: fastest to slowest")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sentence length T")
@@ -865,7 +937,8 @@ from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
 
 
-def cnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+def cnn_forward(w: torch.Tensor, E: torch.Tensor,
+                layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
     """embed, then conv_stride2 with each (W, beta) of `layers`."""
     M = embed(w, E)
     for W, beta in layers:
@@ -873,9 +946,10 @@ def cnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tenso
     return M
 
 
-def rnn_forward(w: torch.Tensor, E: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """embed, then for each (W_in, W_z) of `layers` a layer z[t] = tanh(x[t] W_in + z[t-1] W_z) for t = 0..T-1,
-    where x is the layer below (M0 for the first); the last state of the top layer."""
+def rnn_forward(w: torch.Tensor, E: torch.Tensor,
+                layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """embed, then for each (W_in, W_z) of `layers` a layer z[t] = tanh(x[t] W_in + z[t-1] W_z) for
+    t = 0..T-1, where x is the layer below (M0 for the first); the last state of the top layer."""
     inputs = list(embed(w, E).unbind(1))  # M0[:, t], t = 0..T-1
     for W_in, W_z in layers:
         z = torch.zeros(w.shape[0], W_z.shape[0], dtype=E.dtype, device=E.device)
@@ -895,12 +969,16 @@ if depth_Ts:
             return torch.zeros(4, T, dtype=torch.long)
 
         layer = ((D, J, J), (J,))
-        cnn_full = [parallel_time(cnn_forward, words(T), (n_words, J), [layer] * layers_needed(T, D)).depth
+        cnn_full = [parallel_time(cnn_forward, words(T), (n_words, J),
+                                  [layer] * layers_needed(T, D)).depth
                     for T in depth_Ts]
-        cnn_fixed = [parallel_time(cnn_forward, words(T), (n_words, J), [layer] * 3).depth for T in depth_Ts]
-        rnn_depth = [parallel_time(rnn_forward, words(T), (n_words, J), [((J, J), (J, J))]).depth for T in depth_Ts]
+        cnn_fixed = [parallel_time(cnn_forward, words(T), (n_words, J),
+                                   [layer] * 3).depth for T in depth_Ts]
+        rnn_depth = [parallel_time(rnn_forward, words(T), (n_words, J),
+                                   [((J, J), (J, J))]).depth for T in depth_Ts]
         rnn_Ls, rnn_short_Ts = (1, 4, 8), (4, 8, 16)
-        rnn_stack = {(L, T): parallel_time(rnn_forward, words(T), (n_words, J), [((J, J), (J, J))] * L).depth
+        rnn_stack = {(L, T): parallel_time(rnn_forward, words(T), (n_words, J),
+                                           [((J, J), (J, J))] * L).depth
                      for L in rnn_Ls for T in rnn_short_Ts}
     except Exception as exc:  # an unfinished embed or conv_stride2: nothing to measure
         print(f"Depth plot skipped: {type(exc).__name__}: {exc}")
@@ -925,7 +1003,8 @@ if depth_Ts:
     depth_plot().legend(fontsize=9)
     plt.show()
     for T, a, b, c in zip(depth_Ts, cnn_full, cnn_fixed, rnn_depth):
-        print(f"T = {T:5d}: CNN {layers_needed(T, D):2d} layers depth {a:4d}, CNN 3 layers {b:3d}, RNN {c:6d}")
+        print(f"T = {T:5d}: CNN {layers_needed(T, D):2d} layers "
+              f"depth {a:4d}, CNN 3 layers {b:3d}, RNN {c:6d}")
 
 # %% [markdown]
 # Now the same measurements with your answers drawn over them: your `CNN_TIME` (evaluated
@@ -947,25 +1026,31 @@ if depth_Ts:
             return float(expr.subs({s: {"L": L, "T": T}[s.name] for s in expr.free_symbols}))
 
         Ls = [layers_needed(T, D) for T in depth_Ts] + [3] * len(depth_Ts)
-        cnn_line = fit(cnn_full + cnn_fixed, [value(cnn_expr, L, T) for L, T in zip(Ls, depth_Ts * 2)])
+        cnn_line = fit(cnn_full + cnn_fixed,
+                       [value(cnn_expr, L, T) for L, T in zip(Ls, depth_Ts * 2)])
         fitted_cnn = cnn_line.curve
         fitted_rnn = fit(rnn_depth, [value(rnn_expr, 1, T) for T in depth_Ts]).curve
         stack_line = fit(list(rnn_stack.values()), [value(rnn_expr, L, T) for L, T in rnn_stack])
         for name, line in (("CNN_TIME", cnn_line), ("RNN_TIME", stack_line)):
-            print(f"{name} = {globals()[name]!r}: " + ("follows" if line.follows else "does NOT follow")
+            print(f"{name} = {globals()[name]!r}: "
+                  + ("follows" if line.follows else "does NOT follow")
                   + f" the points (misses by at most {line.miss:.0%} of their range"
                   + (", over the RNNs of L layers)" if name == "RNN_TIME" else ")"))
         n = len(depth_Ts)
         ax = depth_plot()
-        ax.plot(depth_Ts, fitted_rnn, "-", color="C1", label=f"RNN_TIME = {RNN_TIME!r} at L = 1, fitted")
+        ax.plot(depth_Ts, fitted_rnn, "-", color="C1",
+                label=f"RNN_TIME = {RNN_TIME!r} at L = 1, fitted")
         ax.plot(depth_Ts, fitted_cnn[:n], "-", color="C0", label=f"CNN_TIME = {CNN_TIME!r}, fitted")
         ax.plot(depth_Ts, fitted_cnn[n:], "-", color="C2")
         ax.legend(fontsize=9)
         plt.show()
         fig, ax = plt.subplots(figsize=(7, 4))
         for k, L in enumerate(rnn_Ls):
-            ax.plot(rnn_short_Ts, [rnn_stack[L, T] for T in rnn_short_Ts], "o", color=f"C{k}", label=f"RNN, L = {L}")
-            ax.plot(rnn_short_Ts, stack_line.curve[k * len(rnn_short_Ts):(k + 1) * len(rnn_short_Ts)], "-", color=f"C{k}")
+            ax.plot(rnn_short_Ts, [rnn_stack[L, T] for T in rnn_short_Ts], "o", color=f"C{k}",
+                    label=f"RNN, L = {L}")
+            ax.plot(
+                rnn_short_Ts, stack_line.curve[k * len(rnn_short_Ts):(k + 1) * len(rnn_short_Ts)],
+                "-", color=f"C{k}")
         ax.set_xlabel("sentence length T")
         ax.set_ylabel("depth (log-sum cost model)")
         ax.set_title(f"RNNs of L layers: RNN_TIME = {RNN_TIME!r}, fitted")
@@ -980,14 +1065,19 @@ if depth_Ts:
 # $L$ layers it climbs by one more step per layer, $T + L - 1$ steps of one CELL, the pipeline of Problem 6.5 <!-- claim: ch6-rnn-pipeline -->.
 
 # %% tags=["solutions-only"]
-# The measured depths say what the paragraph above says (the reference's embed and conv_stride2 in the book's run).
+# The measured depths say what the paragraph above says (the reference's embed and conv_stride2 in
+# the book's run).
 if depth_Ts:
-    cnn_step, rnn_step = cnn_full[1] - cnn_full[0], (rnn_depth[1] - rnn_depth[0]) / (depth_Ts[1] - depth_Ts[0])
-    assert len(set(cnn_fixed)) == 1, f"the 3-layer CNN's depth is flat in T: {cnn_fixed}"  # claim: ch6-cnn-flat
-    assert cnn_step > 0 and all(b - a == cnn_step for a, b in zip(cnn_full, cnn_full[1:])), \
-        f"the full-context CNN climbs by one layer's depth per doubling of T: {cnn_full}"  # claim: ch6-cnn-climbs
+    cnn_step, rnn_step = cnn_full[1] - cnn_full[0], \
+        (rnn_depth[1] - rnn_depth[0]) / (depth_Ts[1] - depth_Ts[0])
+    assert len(set(cnn_fixed)) == 1, \
+        f"the 3-layer CNN's depth is flat in T: {cnn_fixed}"  # claim: ch6-cnn-flat
+    assert cnn_step > 0 and all(b - a == cnn_step for a, b in zip(cnn_full, cnn_full[1:])), (
+        f"the full-context CNN climbs by one layer's depth per doubling of T: {cnn_full}"
+    )  # claim: ch6-cnn-climbs
     assert rnn_step > 0 and all(b - a == rnn_step * (T2 - T1) for a, b, T1, T2 in zip(
-        rnn_depth, rnn_depth[1:], depth_Ts, depth_Ts[1:])), f"the RNN climbs by one step per word: {rnn_depth}"  # claim: ch6-rnn-climbs
+        rnn_depth, rnn_depth[1:], depth_Ts,
+        depth_Ts[1:])), f"the RNN climbs by one step per word: {rnn_depth}"  # claim: ch6-rnn-climbs
     cell = rnn_stack[1, rnn_short_Ts[0]] // rnn_short_Ts[0]  # one step of CELL
     assert all(depth == cell * (T + L - 1) for (L, T), depth in rnn_stack.items()), \
         f"L layers of RNN take T + L - 1 steps: {rnn_stack}"  # claim: ch6-rnn-pipeline
@@ -1121,7 +1211,8 @@ from attnlab.paths import path_lengths, rnn_units
 
 J_p = 4
 gp = torch.Generator().manual_seed(8)
-W_in_p, W_z_p, WQ_p, WK_p, WV_p = (torch.randn(J_p, J_p, generator=gp, dtype=torch.float64) for _ in range(5))
+W_in_p, W_z_p, WQ_p, WK_p, WV_p = (torch.randn(J_p, J_p, generator=gp,
+                                               dtype=torch.float64) for _ in range(5))
 
 
 def cell_p(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -1130,7 +1221,8 @@ def cell_p(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 def attention_unit(M: torch.Tensor) -> torch.Tensor:
-    """One self-attention layer of one head, M[T, J_p] -> [T, J_p] (PyTorch's kernel, scores scaled by 1/sqrt(J_p))."""
+    """One self-attention layer of one head, M[T, J_p] -> [T, J_p] (PyTorch's kernel, scores scaled
+    by 1/sqrt(J_p))."""
     return F.scaled_dot_product_attention(M @ WQ_p, M @ WK_p, M @ WV_p)
 
 
@@ -1154,9 +1246,11 @@ if DEMO:
             X = torch.randn(T, J_p, generator=gp, dtype=torch.float64)
             att_path[L, T] = int(path_lengths([attention_unit] * L, X)[-1, 0])
         for T in time_Ts:
-            att_time[L, T] = parallel_time(attention_stack, (T, J_p), [((J_p, J_p),) * 3] * L, model="log").depth
+            att_time[L, T] = parallel_time(attention_stack, (T, J_p), [((J_p, J_p),) * 3] * L,
+                                           model="log").depth
     try:
-        W_p, beta_p = torch.randn(D, J_p, J_p, generator=gp, dtype=torch.float64), torch.zeros(J_p, dtype=torch.float64)
+        W_p, beta_p = torch.randn(D, J_p, J_p, generator=gp, dtype=torch.float64), \
+            torch.zeros(J_p, dtype=torch.float64)
         for L in range(1, 6):
             T = 1 + (D - 1) * (2**L - 1)  # r_L words: the top layer keeps one output
             dist = path_lengths([lambda X: conv_stride2(X[None], W_p, beta_p)[0]] * L,
@@ -1167,18 +1261,24 @@ if DEMO:
     for L in path_Ls:
         print(f"L = {L}: RNN path " + ", ".join(f"T={T}: {rnn_path[L, T]}" for T in rnn_Ts)
               + ";  attention path " + ", ".join(f"T={T}: {att_path[L, T]}" for T in att_Ts)
-              + ";  attention depth " + ", ".join(f"T=2^{T.bit_length() - 1}: {att_time[L, T]}" for T in time_Ts))
-    print("CNN, shallowest stack reading word 0: " + ", ".join(f"T={T}: {p:g}" for T, p in cnn_path.items()))
+              + ";  attention depth "
+              + ", ".join(f"T=2^{T.bit_length() - 1}: {att_time[L, T]}" for T in time_Ts))
+    print("CNN, shallowest stack reading word 0: "
+          + ", ".join(f"T={T}: {p:g}" for T, p in cnn_path.items()))
 
 # %% tags=["solutions-only"]
 # The worked solution's closed forms (Problem 6.9), measured above on the reference conv_stride2.
 if DEMO:
-    assert all(rnn_path[L, T] == T + L - 1 for L in path_Ls for T in rnn_Ts), \
-        "the RNN's chain from word 0 to the last state is T + L - 1 steps of CELL"  # claim: ch6-rnn-path
-    assert all(att_path[L, T] == L for L in path_Ls for T in att_Ts), "L attention layers: a chain of L units"
-    climbs = {L: {att_time[L, b] - att_time[L, a] for a, b in zip(time_Ts, time_Ts[1:])} for L in path_Ls}
-    assert all(climbs[L] == {L * next(iter(climbs[1]))} for L in path_Ls), \
-        f"the depth climbs by the same amount per layer each time T is x16: {climbs}"  # claim: ch6-attention-depth
+    assert all(rnn_path[L, T] == T + L - 1 for L in path_Ls for T in rnn_Ts), (
+        "the RNN's chain from word 0 to the last state is T + L - 1 steps of CELL"
+    )  # claim: ch6-rnn-path
+    assert all(att_path[L, T] == L for L in path_Ls for T in att_Ts), \
+        "L attention layers: a chain of L units"
+    climbs = {L: {att_time[L, b] - att_time[L, a] for a, b in zip(time_Ts, time_Ts[1:])}
+              for L in path_Ls}
+    assert all(climbs[L] == {L * next(iter(climbs[1]))} for L in path_Ls), (
+        f"the depth climbs by the same amount per layer each time T is x16: {climbs}"
+    )  # claim: ch6-attention-depth
     assert list(cnn_path.values()) == [1.0, 2.0, 3.0, 4.0, 5.0], "r_L words need L layers"
 
 # %% [markdown]
@@ -1197,23 +1297,28 @@ if DEMO and rnn_path:
     else:
         def at(name: str, L: float, T: float) -> float:
             """Your answer `name` evaluated at L and T."""
-            return float(exprs[name].subs({s: {"L": L, "T": T}[s.name] for s in exprs[name].free_symbols}))
+            return float(exprs[name].subs({s: {"L": L, "T": T}[s.name]
+                                           for s in exprs[name].free_symbols}))
 
         def drawn(name: str, measured: list[float], answer: list[float]) -> list[float]:
-            """The curve a * answer + b fitted to `measured`; prints whether it follows the points."""
+            """The curve a * answer + b fitted to `measured`; prints whether it follows the
+            points."""
             line = fit(measured, answer)
-            print(f"{name} = {globals()[name]!r}: " + ("follows" if line.follows else "does NOT follow")
+            print(f"{name} = {globals()[name]!r}: "
+                  + ("follows" if line.follows else "does NOT follow")
                   + f" the points (misses by at most {line.miss:.0%} of their range)")
             return line.curve
 
-        fig, axes = plt.subplots(2, 2, figsize=(8.5, 7))  # as wide as the book's other figures: readable
+        # as wide as the book's other figures: readable
+        fig, axes = plt.subplots(2, 2, figsize=(8.5, 7))
         axes = axes.ravel()
         panels = [("RNN_PATH", rnn_path, rnn_Ts), ("ATTENTION_TIME", att_time, time_Ts)]
         for ax, (name, measured, Ts_) in zip(axes, panels):
             keys = [(L, T) for L in path_Ls for T in Ts_]
             line = drawn(name, [measured[k] for k in keys], [at(name, *k) for k in keys])
             for n, L in enumerate(path_Ls):
-                ax.plot(Ts_, [measured[L, T] for T in Ts_], "o", color=f"C{n}", label=f"measured, L = {L}")
+                ax.plot(Ts_, [measured[L, T] for T in Ts_], "o", color=f"C{n}",
+                        label=f"measured, L = {L}")
                 ax.plot(Ts_, line[n * len(Ts_):(n + 1) * len(Ts_)], "-", color=f"C{n}")
             ax.set_title(f"{name} = {globals()[name]!r}, fitted")
             ax.set_xlabel("sentence length T")
@@ -1221,14 +1326,19 @@ if DEMO and rnn_path:
         cnn_T = list(cnn_path)
         if cnn_T:
             axes[2].plot(cnn_T, list(cnn_path.values()), "o", label="measured")
-            axes[2].plot(cnn_T, drawn("CNN_PATH", list(cnn_path.values()), [at("CNN_PATH", L + 1, T) for L, T in enumerate(cnn_T)]),
+            axes[2].plot(
+                cnn_T,
+                drawn("CNN_PATH", list(cnn_path.values()),
+                      [at("CNN_PATH", L + 1, T) for L, T in enumerate(cnn_T)]),
                          "-", label="your answer, fitted")
             axes[2].set_xscale("log", base=2)
         axes[2].set_title(f"CNN_PATH = {CNN_PATH!r}, fitted")
         axes[2].set_xlabel("sentence length T")
-        axes[3].plot(path_Ls, [att_path[L, att_Ts[-1]] for L in path_Ls], "o", label=f"measured, T = {att_Ts[-1]}")
+        axes[3].plot(path_Ls, [att_path[L, att_Ts[-1]] for L in path_Ls], "o",
+                     label=f"measured, T = {att_Ts[-1]}")
         axes[3].plot(path_Ls, drawn("ATTENTION_PATH", [att_path[L, att_Ts[-1]] for L in path_Ls],
-                                    [at("ATTENTION_PATH", L, att_Ts[-1]) for L in path_Ls]), "-", label="your answer")
+                                    [at("ATTENTION_PATH", L, att_Ts[-1]) for L in path_Ls]), "-",
+                                    label="your answer")
         axes[3].set_title(f"ATTENTION_PATH = {ATTENTION_PATH!r}, fitted")
         axes[3].set_xlabel("layers L")
         for ax in axes:

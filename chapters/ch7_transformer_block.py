@@ -91,8 +91,10 @@ def random_weights(g: torch.Generator, J: int, H: int, K: int, I: int, hidden: i
 # $\text{Value}[h,t,i]$ (the value size $I$ follows from the shape of `W`).
 
 # %% nbgrader={"grade": false, "grade_id": "stacked_projection", "locked": false, "schema_version": 3, "solution": true}
-def stacked_projection(M: torch.Tensor, W: torch.Tensor, H: int, K: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """M[T, J], W[H*(2K+I), J] (W^Q's rows, then W^K's, then W^V's) -> Query[H, T, K], Key[H, T, K], Value[H, T, I]."""
+def stacked_projection(M: torch.Tensor, W: torch.Tensor, H: int,
+                       K: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """M[T, J], W[H*(2K+I), J] (W^Q's rows, then W^K's, then W^V's) -> Query[H, T, K], Key[H, T, K],
+    Value[H, T, I]."""
     ### BEGIN SOLUTION
     T = M.shape[0]
     I = (W.shape[0] - 2 * H * K) // H
@@ -107,29 +109,33 @@ def stacked_projection(M: torch.Tensor, W: torch.Tensor, H: int, K: int) -> tupl
 g = torch.Generator().manual_seed(0)
 T, J, H, K, I = 5, 8, 2, 3, 4
 M = torch.randn(T, J, generator=g, dtype=torch.float64)
-WQ, WK = torch.randn(H, K, J, generator=g, dtype=torch.float64), torch.randn(H, K, J, generator=g, dtype=torch.float64)
+WQ, WK = torch.randn(H, K, J, generator=g, dtype=torch.float64), \
+    torch.randn(H, K, J, generator=g, dtype=torch.float64)
 WV = torch.randn(H, I, J, generator=g, dtype=torch.float64)
 W = torch.cat([WQ.reshape(H * K, J), WK.reshape(H * K, J), WV.reshape(H * I, J)])  # [H(2K+I), J]
 got = stacked_projection(M, W, H, K)
 if not isinstance(got, tuple) or len(got) != 3:
     raise Explained("stacked_projection must return a tuple (Query, Key, Value).")
 Query, Key, Value = got
-for x, shape, name in ((Query, (H, T, K), "Query"), (Key, (H, T, K), "Key"), (Value, (H, T, I), "Value")):
+for x, shape, name in ((Query, (H, T, K), "Query"), (Key, (H, T, K), "Key"),
+                       (Value, (H, T, I), "Value")):
     expect_shape(x, shape, f"{name} from stacked_projection(M[5,8], W[20,8], H=2, K=3)")
     expect_like(x, M, f"{name} from stacked_projection")
 # Chapter 1's three sums, one head at a time: what the one product must reproduce.
 expected = {"Query": torch.einsum("hkj,tj->htk", WQ, M), "Key": torch.einsum("hkj,tj->htk", WK, M),
             "Value": torch.einsum("hij,tj->hti", WV, M)}
 if torch.allclose(Query, expected["Key"]) or torch.allclose(Key, expected["Query"]):
-    raise Explained("Query and Key are swapped: W's first H*K rows are W^Q's, the next H*K rows W^K's.")
+    raise Explained("Query and Key are swapped: W's first H*K "
+                    "rows are W^Q's, the next H*K rows W^K's.")
 P = M @ W.T
 if torch.allclose(Query, P[:, :H * K].reshape(H, T, K)):
-    raise Explained("Query is the product's columns reshaped straight to [H, T, K]: that mixes positions and heads. "
-                    "Column h*K + k of a row t belongs to head h: reshape to [T, H, K] first, then move h to the front.")
+    raise Explained("Query is the product's columns reshaped straight to [H, T, K]: "
+                    "that mixes positions and heads. Column h*K + k of a row t belongs "
+                    "to head h: reshape to [T, H, K] first, then move h to the front.")
 for name, x in (("Query", Query), ("Key", Key), ("Value", Value)):
     expect_close(x, expected[name], f"{name} from stacked_projection",
-                 hint="Row h*K + k of W's query block is W^Q[h, k, :]; split the product's columns into the three "
-                      "blocks, then each block's columns into heads.")
+                 hint="Row h*K + k of W's query block is W^Q[h, k, :]; split the product's "
+                      "columns into the three blocks, then each block's columns into heads.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -160,8 +166,10 @@ hidden_check("ch7.stacked_projection", stacked_projection)
 # `causal` is false, with it when true.
 
 # %% nbgrader={"grade": false, "grade_id": "attention", "locked": false, "schema_version": 3, "solution": true}
-def attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """Query[H, T, K], Key[H, T, K], Value[H, T, I] -> V[H, T, I]; with `causal`, position t reads t' <= t only."""
+def attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
+              causal: bool = False) -> torch.Tensor:
+    """Query[H, T, K], Key[H, T, K], Value[H, T, I] -> V[H, T, I]; with `causal`, position t reads
+    t' <= t only."""
     ### BEGIN SOLUTION
     K = Query.shape[-1]
     s = torch.einsum("htk,hTk->htT", Query, Key) / math.sqrt(K)
@@ -177,38 +185,50 @@ def attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causa
 # %% nbgrader={"grade": true, "grade_id": "test_attention", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 g = torch.Generator().manual_seed(1)
 H, T, K, I = 2, 6, 3, 4
-Query, Key = torch.randn(H, T, K, generator=g, dtype=torch.float64), torch.randn(H, T, K, generator=g, dtype=torch.float64)
+Query, Key = torch.randn(H, T, K, generator=g, dtype=torch.float64), \
+    torch.randn(H, T, K, generator=g, dtype=torch.float64)
 Value = torch.randn(H, T, I, generator=g, dtype=torch.float64)
 for causal in (False, True):
     out = attention(Query, Key, Value, causal)
-    expect_shape(out, (H, T, I), f"attention(Query[2,6,3], Key[2,6,3], Value[2,6,4], causal={causal})")
+    expect_shape(out, (H, T, I),
+                 f"attention(Query[2,6,3], Key[2,6,3], Value[2,6,4], causal={causal})")
     expect_like(out, Query, f"attention(..., causal={causal})")
     if not torch.isfinite(out).all():
-        raise Explained(f"attention(..., causal={causal}) has NaN or inf: a row of scores that is -inf everywhere "
-                        "has no softmax. Every position can read at least itself.")
-expect_like(attention(Query.float(), Key.float(), Value.float(), True), Query.float(), "attention on float32 inputs")
-# By hand, one head, K = 1: Query = Key = 0 gives equal scores, so every weight is 1 / (the number of positions read).
-zeros, Value1 = torch.zeros(1, 3, 1, dtype=torch.float64), torch.tensor([[[3.0], [6.0], [9.0]]], dtype=torch.float64)
-expect_close(attention(zeros, zeros, Value1, False), torch.full((1, 3, 1), 6.0, dtype=torch.float64),
-             "attention without the mask on equal scores (every position averages all three values: 6)")
+        raise Explained(f"attention(..., causal={causal}) has NaN or inf: a row of scores that is "
+                        "-inf everywhere has no softmax. Every position can read at least itself.")
+expect_like(attention(Query.float(), Key.float(), Value.float(), True), Query.float(),
+            "attention on float32 inputs")
+# By hand, one head, K = 1: Query = Key = 0 gives equal scores, so every weight is 1 / (the number
+# of positions read).
+zeros, Value1 = torch.zeros(1, 3, 1, dtype=torch.float64), \
+    torch.tensor([[[3.0], [6.0], [9.0]]], dtype=torch.float64)
+expect_close(attention(zeros, zeros, Value1, False),
+             torch.full((1, 3, 1), 6.0, dtype=torch.float64),
+             "attention without the mask on equal scores "
+             "(every position averages all three values: 6)")
 by_hand = attention(zeros, zeros, Value1, True)
 if torch.allclose(by_hand, torch.tensor([[[1.0], [3.0], [6.0]]], dtype=torch.float64)):
-    raise Explained("With the mask, equal scores give position 1 the weights (1/2, 1/2, 0) and a sum of 4.5; yours "
-                    "gives 3: the future weights were set to zero after the softmax, so the others no longer sum "
-                    "to 1. Mask the scores, before the softmax.")
+    raise Explained("With the mask, equal scores give position 1 the weights "
+                    "(1/2, 1/2, 0) and a sum of 4.5; yours gives 3: the future "
+                    "weights were set to zero after the softmax, so the others "
+                    "no longer sum to 1. Mask the scores, before the softmax.")
 expect_close(by_hand, torch.tensor([[[3.0], [4.5], [6.0]]], dtype=torch.float64),
              "causal attention on equal scores (position t averages the values of positions 0..t)",
-             hint="Position t reads t' <= t: itself and the positions before it, never those after.")
-# Without the mask, attention has no notion of order; with it, position t is the unmasked attention of the first t+1.
+             hint="Position t reads t' <= t: itself and the positions before it, never those "
+                  "after.")
+# Without the mask, attention has no notion of order; with it, position t is the unmasked attention
+# of the first t+1.
 perm = torch.tensor([3, 0, 5, 1, 2, 4])
-expect_close(attention(Query[:, perm], Key[:, perm], Value[:, perm]), attention(Query, Key, Value)[:, perm],
-             "attention(Query[:, perm], ...) without the mask", hint="softmax over t', the key position")
+expect_close(attention(Query[:, perm], Key[:, perm], Value[:, perm]),
+             attention(Query, Key, Value)[:, perm],
+             "attention(Query[:, perm], ...) without the mask",
+             hint="softmax over t', the key position")
 full = attention(Query, Key, Value, True)
 for t in range(T):
     expect_close(full[:, t], attention(Query[:, :t + 1], Key[:, :t + 1], Value[:, :t + 1])[:, t],
                  f"causal attention at position {t}",
-                 hint=f"Position {t} must read positions 0..{t} (t' <= t) and nothing after them, as if the "
-                      "sentence ended there.")
+                 hint=f"Position {t} must read positions 0..{t} (t' <= t) and "
+                      "nothing after them, as if the sentence ended there.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -231,7 +251,8 @@ hidden_check("ch7.attention", attention)
 
 # %% nbgrader={"grade": false, "grade_id": "output_projection", "locked": false, "schema_version": 3, "solution": true}
 def output_projection(V: torch.Tensor, WO: torch.Tensor) -> torch.Tensor:
-    """V[H, T, I], WO[J, H*I] -> [T, J]: the heads concatenated (head 0 first), times WO transposed."""
+    """V[H, T, I], WO[J, H*I] -> [T, J]: the heads concatenated (head 0 first), times WO
+    transposed."""
     ### BEGIN SOLUTION
     H, T, I = V.shape
     concatenated = V.transpose(0, 1).reshape(T, H * I)  # [T, H*I], head 0's I columns first
@@ -250,11 +271,13 @@ expect_like(out, V, "output_projection")
 # Head by head: head h meets only columns h*I .. (h+1)*I - 1 of WO.
 by_head = [output_projection(V[h:h + 1], WO[:, h * I:(h + 1) * I]) for h in range(H)]
 if torch.allclose(out, output_projection(V.flip(0), WO)):
-    raise Explained("output_projection gives the same result with the heads in reverse order: the heads are "
-                    "concatenated head 0 first, so head 0 meets WO's first I columns.")
-expect_close(out, sum(by_head), "output_projection, compared with the sum of each head through its own I columns of WO",
-             hint="Concatenate the heads per position ([H, T, I] -> [T, H*I], head 0 first: move t to the front "
-                  "before reshaping), then multiply by WO transposed.")
+    raise Explained("output_projection gives the same result with the heads in reverse order: the "
+                    "heads are concatenated head 0 first, so head 0 meets WO's first I columns.")
+expect_close(
+    out, sum(by_head),
+    "output_projection, compared with the sum of each head through its own I columns of WO",
+             hint="Concatenate the heads per position ([H, T, I] -> [T, H*I], head 0 first: "
+                  "move t to the front before reshaping), then multiply by WO transposed.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -289,8 +312,10 @@ hidden_check("ch7.output_projection", output_projection)
 # **Problem 7.4.** Implement `layer_norm(M, gain, shift, eps)`.
 
 # %% nbgrader={"grade": false, "grade_id": "layer_norm", "locked": false, "schema_version": 3, "solution": true}
-def layer_norm(M: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """M[T, J], gain[J], shift[J] -> [T, J]: each row normalised over its J coordinates (variance divided by J)."""
+def layer_norm(M: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor,
+               eps: float = 1e-5) -> torch.Tensor:
+    """M[T, J], gain[J], shift[J] -> [T, J]: each row normalised over its J coordinates (variance
+    divided by J)."""
     ### BEGIN SOLUTION
     mean = M.mean(dim=-1, keepdim=True)
     var = ((M - mean) ** 2).mean(dim=-1, keepdim=True)
@@ -306,27 +331,36 @@ one, zero = torch.ones(J, dtype=torch.float64), torch.zeros(J, dtype=torch.float
 out = layer_norm(M, one, zero)
 expect_shape(out, (T, J), "layer_norm(M[6,4], gain[4], shift[4])")
 expect_like(out, M, "layer_norm")
-if torch.allclose(out.mean(dim=0), zero, atol=1e-6) and not torch.allclose(out.mean(dim=1), torch.zeros(T, dtype=torch.float64), atol=1e-6):
-    raise Explained("Each column of your output has mean 0, not each row: you normalised over the positions t. "
-                    "Normalise each position (row) over its J coordinates.")
-expect_close(out.mean(dim=1), torch.zeros(T, dtype=torch.float64), "the mean of each row of layer_norm(M, 1, 0)",
+if torch.allclose(
+    out.mean(dim=0), zero, atol=1e-6) and not torch.allclose(
+        out.mean(dim=1), torch.zeros(T, dtype=torch.float64), atol=1e-6):
+    raise Explained("Each column of your output has mean 0, not each row: you normalised over "
+                    "the positions t. Normalise each position (row) over its J coordinates.")
+expect_close(out.mean(dim=1), torch.zeros(T, dtype=torch.float64),
+             "the mean of each row of layer_norm(M, 1, 0)",
              atol=1e-6, hint="Subtract each row's mean over its J coordinates.")
 second = (out ** 2).mean(dim=1)  # each row's variance after normalising, dividing by J
 if torch.allclose(second, torch.full((T,), (J - 1) / J, dtype=torch.float64), atol=1e-3):
-    raise Explained(f"Each row of layer_norm(M, 1, 0) has variance {(J - 1) / J:.3f} = (J-1)/J, not 1: your variance "
+    raise Explained("Each row of layer_norm(M, 1, 0) has variance "
+                    f"{(J - 1) / J:.3f} = (J-1)/J, not 1: your variance "
                     "divides by J - 1 (torch.var's default), the layer's by J.")
-expect_close(second, torch.ones(T, dtype=torch.float64), "the variance of each row of layer_norm(M, 1, 0)", atol=1e-3,
+expect_close(second, torch.ones(T, dtype=torch.float64),
+             "the variance of each row of layer_norm(M, 1, 0)", atol=1e-3,
              hint="Divide by the square root of each row's variance (plus eps).")
-gain, shift = torch.randn(J, generator=g, dtype=torch.float64), torch.randn(J, generator=g, dtype=torch.float64)
+gain, shift = torch.randn(J, generator=g, dtype=torch.float64), \
+    torch.randn(J, generator=g, dtype=torch.float64)
 expect_close(layer_norm(M, gain, shift), gain * out + shift, "layer_norm(M, gain, shift)",
-             hint="gain and shift act coordinate by coordinate, after normalising: gain[j] * normalised + shift[j].")
+             hint="gain and shift act coordinate by coordinate, after "
+                  "normalising: gain[j] * normalised + shift[j].")
 row = torch.tensor([[0.0, 1.0, 2.0, 3.0]], dtype=torch.float64)  # mean 1.5, variance 1.25
 expect_close(layer_norm(row, one, zero, eps=0.1), (row - 1.5) / math.sqrt(1.25 + 0.1),
              "layer_norm(M, 1, 0, eps=0.1) of the row [0, 1, 2, 3]",
-             hint="eps goes inside the square root, (M - mean) / sqrt(var + eps), not (M - mean) / (sqrt(var) + eps).")
+             hint="eps goes inside the square root, (M - mean) / "
+                  "sqrt(var + eps), not (M - mean) / (sqrt(var) + eps).")
 flat = torch.full((2, J), 7.0, dtype=torch.float64)
 expect_close(layer_norm(flat, one, shift), shift.expand(2, J), "layer_norm of a constant row",
-             hint="A constant row has variance 0: eps inside the square root keeps it finite, and the output is shift.")
+             hint="A constant row has variance 0: eps inside the square "
+                  "root keeps it finite, and the output is shift.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -352,7 +386,8 @@ hidden_check("ch7.layer_norm", layer_norm)
 # %% nbgrader={"grade": false, "grade_id": "feed_forward", "locked": false, "schema_version": 3, "solution": true}
 def feed_forward(M: torch.Tensor, W1: torch.Tensor, beta1: torch.Tensor, W2: torch.Tensor,
                  beta2: torch.Tensor) -> torch.Tensor:
-    """M[T, J], W1[hidden, J], beta1[hidden], W2[J, hidden], beta2[J] -> [T, J]: ReLU(M W1^T + beta1) W2^T + beta2."""
+    """M[T, J], W1[hidden, J], beta1[hidden], W2[J, hidden], beta2[J] -> [T, J]: ReLU(M W1^T +
+    beta1) W2^T + beta2."""
     ### BEGIN SOLUTION
     hidden = torch.relu(M @ W1.T + beta1)  # [T, hidden units]
     return hidden @ W2.T + beta2
@@ -363,26 +398,37 @@ def feed_forward(M: torch.Tensor, W1: torch.Tensor, beta1: torch.Tensor, W2: tor
 g = torch.Generator().manual_seed(4)
 T, J, units = 3, 4, 6
 M = torch.randn(T, J, generator=g, dtype=torch.float64)
-W1, W2 = torch.randn(units, J, generator=g, dtype=torch.float64), torch.randn(J, units, generator=g, dtype=torch.float64)
-beta1, beta2 = torch.randn(units, generator=g, dtype=torch.float64), torch.randn(J, generator=g, dtype=torch.float64)
+W1, W2 = torch.randn(units, J, generator=g, dtype=torch.float64), \
+    torch.randn(J, units, generator=g, dtype=torch.float64)
+beta1, beta2 = torch.randn(units, generator=g, dtype=torch.float64), \
+    torch.randn(J, generator=g, dtype=torch.float64)
 out = feed_forward(M, W1, beta1, W2, beta2)
 expect_shape(out, (T, J), "feed_forward(M[3,4], W1[6,4], beta1[6], W2[4,6], beta2[4])")
 expect_like(out, M, "feed_forward")
-# By hand, J = 1, two hidden units: W1 = [[1], [-1]], beta1 = [0, -1], W2 = [[1, 1]], beta2 = [-5] on M = [[3]]:
-# hidden = ReLU([3, -3 - 1]) = [3, 0], output = 3 + 0 - 5 = -2. Each slip gives its own value, named below.
-hand = feed_forward(torch.tensor([[3.0]], dtype=torch.float64), torch.tensor([[1.0], [-1.0]], dtype=torch.float64),
-                    torch.tensor([0.0, -1.0], dtype=torch.float64), torch.tensor([[1.0, 1.0]], dtype=torch.float64),
+# By hand, J = 1, two hidden units: W1 = [[1], [-1]], beta1 = [0, -1], W2 = [[1, 1]], beta2 = [-5]
+# on M = [[3]]: hidden = ReLU([3, -3 - 1]) = [3, 0], output = 3 + 0 - 5 = -2. Each slip gives its
+# own value, named below.
+hand = feed_forward(torch.tensor([[3.0]], dtype=torch.float64),
+                    torch.tensor([[1.0], [-1.0]], dtype=torch.float64),
+                    torch.tensor([0.0, -1.0], dtype=torch.float64),
+                    torch.tensor([[1.0, 1.0]], dtype=torch.float64),
                     torch.tensor([-5.0], dtype=torch.float64))
-for value, slip in ((0.0, "the output went through a ReLU too; the ReLU is between the two layers only"),
+for value, slip in ((0.0,
+                     "the output went through a ReLU too; the ReLU is between the two layers only"),
                     (-3.0, "beta1 was added after the ReLU; it goes inside, ReLU(M W1^T + beta1)"),
-                    (-6.0, "nothing is between the two layers; the hidden layer is ReLU(M W1^T + beta1)"),
+                    (-6.0,
+                     "nothing is between the two layers; the hidden layer is ReLU(M W1^T + beta1)"),
                     (3.0, "beta2 is missing; it is added after the second layer")):
-    if isinstance(hand, torch.Tensor) and hand.shape == (1, 1) and abs(float(hand[0, 0]) - value) < 1e-9:
-        raise Explained(f"On the hand-checked example you return {value:g} where -2 is expected: {slip}.")
-expect_close(hand, torch.tensor([[-2.0]], dtype=torch.float64), "feed_forward on the hand-checked example (expected [[-2]])",
-             hint="The hidden layer is ReLU(M W1^T + beta1), the ReLU being max(0, x) coordinate by coordinate (no "
-                  "other nonlinearity), and the output is hidden W2^T + beta2.")
-expect_close(feed_forward(M[[2, 0, 1]], W1, beta1, W2, beta2), out[[2, 0, 1]], "feed_forward(M[perm])",
+    if (isinstance(hand, torch.Tensor) and hand.shape == (1, 1)
+            and abs(float(hand[0, 0]) - value) < 1e-9):
+        raise Explained("On the hand-checked example you return "
+                        f"{value:g} where -2 is expected: {slip}.")
+expect_close(hand, torch.tensor([[-2.0]], dtype=torch.float64),
+             "feed_forward on the hand-checked example (expected [[-2]])",
+             hint="The hidden layer is ReLU(M W1^T + beta1), the ReLU being max(0, x) coordinate "
+                  "by coordinate (no other nonlinearity), and the output is hidden W2^T + beta2.")
+expect_close(feed_forward(M[[2, 0, 1]], W1, beta1, W2, beta2), out[[2, 0, 1]],
+             "feed_forward(M[perm])",
              hint="Every position goes through the same layer on its own.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -421,13 +467,16 @@ hidden_check("ch7.feed_forward", feed_forward)
 # charged twice.)
 
 # %% nbgrader={"grade": false, "grade_id": "block", "locked": false, "schema_version": 3, "solution": true}
-def block(M: torch.Tensor, params: dict[str, torch.Tensor], H: int, K: int, causal: bool = False) -> torch.Tensor:
-    """M[T, J] -> [T, J]: one pre-LN Transformer block (attention, then the feed-forward layer, each with its residual)."""
+def block(M: torch.Tensor, params: dict[str, torch.Tensor], H: int, K: int,
+          causal: bool = False) -> torch.Tensor:
+    """M[T, J] -> [T, J]: one pre-LN Transformer block (attention, then the feed-forward layer, each
+    with its residual)."""
     ### BEGIN SOLUTION
     p = params
     Query, Key, Value = stacked_projection(layer_norm(M, p["gain1"], p["shift1"]), p["W"], H, K)
     Mid = M + output_projection(attention(Query, Key, Value, causal), p["WO"])
-    return Mid + feed_forward(layer_norm(Mid, p["gain2"], p["shift2"]), p["W1"], p["beta1"], p["W2"], p["beta2"])
+    return Mid + feed_forward(layer_norm(Mid, p["gain2"], p["shift2"]), p["W1"], p["beta1"],
+                              p["W2"], p["beta2"])
     ### END SOLUTION
 
 
@@ -440,27 +489,32 @@ M = torch.randn(T, J, generator=g, dtype=torch.float64)
 out = block(M, params, H, K)
 expect_shape(out, (T, J), "block(M[5,8], params, H=2, K=3)")
 expect_like(out, M, "block")
-# With WO, W2 and beta2 zero (and gain2 one), both parts add nothing: the residual connections pass M through unchanged.
+# With WO, W2 and beta2 zero (and gain2 one), both parts add nothing: the residual connections pass
+# M through unchanged.
 silent = params | {"WO": torch.zeros_like(params["WO"]), "W2": torch.zeros_like(params["W2"]),
-                   "beta2": torch.zeros_like(params["beta2"]), "gain2": torch.ones_like(params["gain2"])}
+                   "beta2": torch.zeros_like(params["beta2"]),
+                   "gain2": torch.ones_like(params["gain2"])}
 quiet = block(M, silent, H, K)
 if torch.allclose(quiet.mean(dim=1), params["shift2"].mean().expand(T), atol=1e-6):
-    raise Explained("With both parts silent your block normalises its output (each row's mean is shift2's): that is "
-                    "post-LN. This chapter's block is pre-LN: normalise what goes into each part, not the sum.")
+    raise Explained("With both parts silent your block normalises its output (each "
+                    "row's mean is shift2's): that is post-LN. This chapter's block "
+                    "is pre-LN: normalise what goes into each part, not the sum.")
 expect_close(quiet, M, "block with WO = 0 and W2 = beta2 = 0 (both parts add nothing)",
-             hint="Each part's output is added to what the part read (a residual connection): with both parts "
-                  "silent, the block returns its input.")
+             hint="Each part's output is added to what the part read (a residual "
+                  "connection): with both parts silent, the block returns its input.")
 # Each part adds something: silence one part at a time and the other still changes M.
 no_attention = params | {"WO": torch.zeros_like(params["WO"])}
 no_ff = params | {"W2": torch.zeros_like(params["W2"]), "beta2": torch.zeros_like(params["beta2"])}
 for what, p in (("the attention part", no_ff), ("the feed-forward part", no_attention)):
     if torch.allclose(block(M, p, H, K), M):
-        raise Explained(f"With only {what} active, your block returns M unchanged: {what} is not added to the stream.")
+        raise Explained(f"With only {what} active, your block returns M "
+                        f"unchanged: {what} is not added to the stream.")
 # causal is passed on to attention (checked where your attention itself tells the two apart).
 Query, Key, Value = (torch.randn(H, T, d, generator=g, dtype=torch.float64) for d in (K, K, I))
 if not torch.allclose(attention(Query, Key, Value, True), attention(Query, Key, Value, False)):
     if torch.allclose(block(M, params, H, K, True), block(M, params, H, K, False)):
-        raise Explained("block(..., causal=True) equals block(..., causal=False): pass causal on to attention.")
+        raise Explained("block(..., causal=True) equals block(..., "
+                        "causal=False): pass causal on to attention.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
 
@@ -519,7 +573,8 @@ from attnlab.data import grammar
 GRAMMAR = grammar.GRAMMAR
 train_set, held_out = GRAMMAR.sample(4000, seed=1), GRAMMAR.sample(500, seed=2)
 words = len(GRAMMAR.vocab)
-OPTIMUM = float(-GRAMMAR.log_prob(held_out).sum() / (held_out.lengths + 1).sum())  # nats per predicted word
+# nats per predicted word
+OPTIMUM = float(-GRAMMAR.log_prob(held_out).sum() / (held_out.lengths + 1).sum())
 targets = held_out.ids[:, 1:][held_out.ids[:, 1:] != grammar.PAD]
 counts = torch.bincount(train_set.ids[:, 1:].flatten(), minlength=words).double()
 counts[grammar.PAD] = 0
@@ -527,22 +582,25 @@ UNIGRAM = float(-(counts / counts.sum())[targets].log().mean())
 
 
 class DecoderLM(nn.Module):
-    """Word vectors E[w, j] plus a vector per position, L blocks of `block`, a last LN, scores E . state."""
+    """Word vectors E[w, j] plus a vector per position, L blocks of `block`, a last LN, scores E .
+    state."""
 
-    def __init__(self, n_words: int, causal: bool, J: int = 32, H: int = 2, hidden: int = 64, L: int = 2,
+    def __init__(self, n_words: int, causal: bool, J: int = 32, H: int = 2, hidden: int = 64,
+                 L: int = 2,
                  T_max: int = 16) -> None:
         super().__init__()
         self.H, self.K, self.causal = H, J // H, causal
         self.E = nn.Parameter(0.3 * torch.randn(n_words, J))
         self.position = nn.Parameter(0.3 * torch.randn(T_max, J))
         g = torch.Generator().manual_seed(0)
-        self.blocks = nn.ModuleList(nn.ParameterDict({name: nn.Parameter(w) for name, w in
-                                                      random_weights(g, J, H, J // H, J // H, hidden, torch.float32).items()})
-                                    for _ in range(L))
+        drawn = (random_weights(g, J, H, J // H, J // H, hidden, torch.float32) for _ in range(L))
+        self.blocks = nn.ModuleList(nn.ParameterDict({k: nn.Parameter(w) for k, w in p.items()})
+                                    for p in drawn)
         self.gain, self.shift = nn.Parameter(torch.ones(J)), nn.Parameter(torch.zeros(J))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids[B, T] -> log P(next word)[B, T, n_words]: your block, once per sentence (vmap over the batch)."""
+        """ids[B, T] -> log P(next word)[B, T, n_words]: your block, once per sentence (vmap over
+        the batch)."""
         M = self.E[ids] + self.position[:ids.shape[1]]
         for weights in self.blocks:
             params = dict(weights)
@@ -560,27 +618,31 @@ def next_word_loss(model: nn.Module, batch: grammar.Sentences) -> torch.Tensor:
 
 
 def generation_loss(model: nn.Module, batch: grammar.Sentences) -> float:
-    """The same loss when position t is given only words 0..t, as when generating: each prefix run on its own."""
+    """The same loss when position t is given only words 0..t, as when generating: each prefix run
+    on its own."""
     ids, lengths = batch.ids.to(device), batch.lengths.to(device)
     total, count = 0.0, 0
     with torch.no_grad():
         for t in range(ids.shape[1] - 1):
             live = t <= lengths
-            log_p = model(ids[live, :t + 1])[:, -1]  # the last position's prediction, nothing after it given
+            # the last position's prediction, nothing after it given
+            log_p = model(ids[live, :t + 1])[:, -1]
             total += float(-log_p.gather(-1, ids[live, t + 1, None]).sum())
             count += int(live.sum())
     return total / count
 
 
 def fit(causal: bool, steps: int = 400, batch_size: int = 64) -> tuple[nn.Module, float, float]:
-    """A DecoderLM trained with or without the mask: (model, last training batch's loss, seconds)."""
+    """A DecoderLM trained with or without the mask: (model, last training batch's loss,
+    seconds)."""
     torch.manual_seed(0)
     model = DecoderLM(words, causal).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     g = torch.Generator().manual_seed(0)
     start = time.perf_counter()
     for _ in range(steps):
-        loss = next_word_loss(model, train_set[torch.randint(0, len(train_set), (batch_size,), generator=g)])
+        loss = next_word_loss(
+            model, train_set[torch.randint(0, len(train_set), (batch_size,), generator=g)])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -591,17 +653,19 @@ results = {}
 if not is_grading():
     print(f"held-out optimum {OPTIMUM:.3f} nats per word, unigram {UNIGRAM:.3f}")
     threads = torch.get_num_threads()
-    if device.type == "cpu":  # a model this small runs fastest on one thread (and on a busy machine, several
-        torch.set_num_threads(1)  # threads of one parallel region wait for each other's time slices)
+    # a model this small runs fastest on one thread (and on a busy machine, several
+    if device.type == "cpu":
+        # threads of one parallel region wait for each other's time slices)
+        torch.set_num_threads(1)
     for causal in (True, False):
         model, train_loss, seconds = fit(causal)
         with torch.no_grad():
             held = float(next_word_loss(model, held_out))
         results[causal] = {"model": model, "train": train_loss, "held_out": held,
                            "generating": generation_loss(model, held_out)}
-        print(f"{'with' if causal else 'without'} the mask: training loss {train_loss:.3f}, held-out {held:.3f}, "
-              f"held-out when generating {results[causal]['generating']:.3f} nats per word "
-              f"({seconds:.1f} s on {device.type})")  # claim: ch7-decoder
+        print(f"{'with' if causal else 'without'} the mask: training loss {train_loss:.3f}, "
+              f"held-out {held:.3f}, held-out when generating {results[causal]['generating']:.3f} "
+              f"nats per word ({seconds:.1f} s on {device.type})")  # claim: ch7-decoder
     torch.set_num_threads(threads)
     print(f"with the mask: {results[True]['held_out'] - OPTIMUM:.3f} nats above the optimum, "
           f"{UNIGRAM - results[True]['held_out']:.3f} below the unigram loss")  # claim: ch7-margins
@@ -619,11 +683,16 @@ if not is_grading():
 # %% tags=["solutions-only"]
 if results:
     masked, unmasked = results[True], results[False]
-    assert masked["held_out"] < OPTIMUM + 0.15, "the masked model is within 0.15 nats of the optimum"  # claim: ch7-near-optimum
-    assert masked["held_out"] < UNIGRAM - 1.0, "the masked model beats the unigram loss by a nat"  # claim: ch7-beats-unigram
-    assert abs(masked["generating"] - masked["held_out"]) < 1e-4, "masked: generating = held-out"  # claim: ch7-generating-equal
-    assert unmasked["train"] < 0.05 and unmasked["held_out"] < 0.05, "without the mask it copies"  # claim: ch7-copies
-    assert unmasked["generating"] > UNIGRAM, "without the mask it cannot generate"  # claim: ch7-cannot-generate
+    assert masked["held_out"] < OPTIMUM + 0.15, \
+        "the masked model is within 0.15 nats of the optimum"  # claim: ch7-near-optimum
+    assert masked["held_out"] < UNIGRAM - 1.0, \
+        "the masked model beats the unigram loss by a nat"  # claim: ch7-beats-unigram
+    assert abs(masked["generating"] - masked["held_out"]) < 1e-4, \
+        "masked: generating = held-out"  # claim: ch7-generating-equal
+    assert unmasked["train"] < 0.05 and unmasked["held_out"] < 0.05, \
+        "without the mask it copies"  # claim: ch7-copies
+    assert unmasked["generating"] > UNIGRAM, \
+        "without the mask it cannot generate"  # claim: ch7-cannot-generate
 
 # %% [markdown]
 # **What depends on what.** `attnlab.paths.dependence(fn, M, method=...)` finds which input
@@ -642,16 +711,19 @@ g = torch.Generator().manual_seed(6)
 T, H, K, I = 6, 2, 4, 4
 probe_params = random_weights(g, H * I, H, K, I, 4 * H * I)
 M = torch.randn(T, H * I, generator=g, dtype=torch.float64)
-seen = {(causal, method): dependence(lambda m, causal=causal: block(m, probe_params, H, K, causal), M, method=method)
+seen = {(causal, method): dependence(lambda m, causal=causal: block(m, probe_params, H, K, causal),
+                                     M, method=method)
         for causal in (True, False) for method in ("grad", "nan")}
 for (causal, method), A in seen.items():
-    print(f"{'causal' if causal else 'unmasked'} block, {method} probe: output position t depends on input t' "
-          f"(rows t, columns t'):\n{A.int()}")
+    print(f"{'causal' if causal else 'unmasked'} block, {method} probe: output "
+          f"position t depends on input t' (rows t, columns t'):\n{A.int()}")
 
 # %% tags=["solutions-only"]
 lower = torch.ones(T, T, dtype=torch.bool).tril()
-assert torch.equal(seen[True, "grad"], lower), "the Jacobian of a causal block is lower-triangular"  # claim: ch7-jacobian
-assert seen[True, "nan"].all() and seen[False, "grad"].all(), "the NaN probe sees through the mask"  # claim: ch7-nan-blind
+assert torch.equal(seen[True, "grad"], lower), \
+    "the Jacobian of a causal block is lower-triangular"  # claim: ch7-jacobian
+assert seen[True, "nan"].all() and seen[False, "grad"].all(), \
+    "the NaN probe sees through the mask"  # claim: ch7-nan-blind
 
 # %% [markdown]
 # The Jacobian's nonzeros of the causal block are exactly the lower triangle, $t' \le t$:
@@ -715,8 +787,10 @@ from attnlab.symbolic import parse_answer
 
 
 def block_shapes(J: int) -> dict[str, tuple[int, ...]]:
-    """The shapes of one block's parameters with K = I = J/H (so H(2K+I) = 3J and HI = J) and 4J hidden units."""
-    return {"W": (3 * J, J), "WO": (J, J), "gain1": (J,), "shift1": (J,), "gain2": (J,), "shift2": (J,),
+    """The shapes of one block's parameters with K = I = J/H (so H(2K+I) = 3J and HI = J) and 4J
+    hidden units."""
+    return {"W": (3 * J, J), "WO": (J, J), "gain1": (J,), "shift1": (J,), "gain2": (J,),
+            "shift2": (J,),
             "W1": (4 * J, J), "beta1": (4 * J,), "W2": (J, 4 * J), "beta2": (J,)}
 
 
@@ -728,7 +802,8 @@ def measure(T: int, J: int, H: int = 4):
 doublings = [] if is_grading() else list(range(9))
 base = 64
 SPREAD = 8  # the work over a right answer moves by less than this factor along each sweep
-sweeps = {name: [dict(T=base, J=base) | {name: base * 2 ** d} for d in doublings] for name in ("T", "J")}
+sweeps = {name: [dict(T=base, J=base) | {name: base * 2 ** d} for d in doublings]
+          for name in ("T", "J")}
 measured = {name: [measure(**sizes) for sizes in sweep] for name, sweep in sweeps.items()}
 
 
@@ -743,29 +818,33 @@ def evaluate(answer: object, sizes: dict[str, int]) -> float | None:
 
 
 def verdict(what: str, answer: object, name: str) -> tuple[list[float], str] | None:
-    """The curve drawn for `answer` over the `what` measurements along the sweep of size `name`, and how it
-    reads: the depth fitted as a * answer + b, the work scaled by one factor (None if not answered yet)."""
+    """The curve drawn for `answer` over the `what` measurements along the sweep of size `name`, and
+    how it reads: the depth fitted as a * answer + b, the work scaled by one factor (None if not
+    answered yet)."""
     ys = [getattr(m, what) for m in measured[name]]
     predicted = [evaluate(answer, sizes) for sizes in sweeps[name]]
     if None in predicted:
         return None
     if what == "depth":
         line = fit(ys, predicted)
-        return line.curve, (f"follows: misses by at most {line.miss:.0%} of the range" if line.follows
+        return line.curve, (f"follows: misses by at most {line.miss:.0%} of the range"
+                            if line.follows
                             else f"does NOT follow: misses by {line.miss:.0%} of the range")
     moves = spread(ys, predicted)
     if not math.isfinite(moves):
         return None
     c = math.exp(statistics.fmean(math.log(y / p) for y, p in zip(ys, predicted)))
     return [c * p for p in predicted], (f"measured / answer moves x{moves:.2f}: " +
-                                        ("follows" if moves < SPREAD else f"does NOT follow (x{SPREAD} or more)"))
+                                        ("follows" if moves < SPREAD
+                                         else f"does NOT follow (x{SPREAD} or more)"))
 
 
 if doublings:
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     for col, name in enumerate(sweeps):
         xs = [sizes[name] for sizes in sweeps[name]]
-        for row, (what, answer_name) in enumerate((("depth", "BLOCK_TIME"), ("work", "BLOCK_WORK"))):
+        for row, (what, answer_name) in enumerate((("depth", "BLOCK_TIME"),
+                                                   ("work", "BLOCK_WORK"))):
             ax = axes[row, col]
             ax.plot(xs, [getattr(m, what) for m in measured[name]], "o", label=f"measured {what}")
             answer = globals().get(answer_name)
@@ -784,17 +863,21 @@ if doublings:
     plt.show()
 
 # %% tags=["solutions-only"]
-# The reference answers against the measurements: along each sweep the depth follows a * answer + b and the work over
-# the answer moves by less than SPREAD (the terms' constants differ: 24 T J^2 against 4 T^2 J); answers of another
-# order do not, in one sweep or the other: the plot tells them apart.
+# The reference answers against the measurements: along each sweep the depth follows a * answer + b
+# and the work over the answer moves by less than SPREAD (the terms' constants differ: 24 T J^2
+# against 4 T^2 J); answers of another order do not, in one sweep or the other: the plot tells them
+# apart.
 if doublings:
     wrong = {"depth": ["log(T)", "log(J)", "1", "T + log(J)"], "work": ["T^2*J", "T*J^2", "T*J"]}
     for what, answer in (("depth", BLOCK_TIME), ("work", BLOCK_WORK)):
         for name in sweeps:
-            print(f"{what}, {answer!r} as {name} doubles: {verdict(what, answer, name)[1]}")  # claim: ch7-ratios
-            assert "NOT" not in verdict(what, answer, name)[1], f"{what} is not of the order {answer} in {name}"  # claim: ch7-measured
+            print(f"{what}, {answer!r} as {name} doubles: "
+                  f"{verdict(what, answer, name)[1]}")  # claim: ch7-ratios
+            assert "NOT" not in verdict(what, answer, name)[1], \
+                f"{what} is not of the order {answer} in {name}"  # claim: ch7-measured
         for other in wrong[what]:
-            assert any("NOT" in verdict(what, other, name)[1] for name in sweeps), f"{other} follows the {what}"  # claim: ch7-measured
+            assert any("NOT" in verdict(what, other, name)[1] for name in sweeps), \
+                f"{other} follows the {what}"  # claim: ch7-measured
 
 # %% [markdown] tags=["solutions-only"]
 # ### Worked solution (Problem 7.7)
@@ -840,14 +923,17 @@ from torch.nn.functional import scaled_dot_product_attention
 from attnlab.kernels import MATH, attention_backend, run_times
 
 
-def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """`attention` through scaled_dot_product_attention on [1, H, T, .]: a fused kernel where one can run."""
+def fused_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
+                    causal: bool = False) -> torch.Tensor:
+    """`attention` through scaled_dot_product_attention on [1, H, T, .]: a fused kernel where one
+    can run."""
     return scaled_dot_product_attention(Query[None], Key[None], Value[None], is_causal=causal)[0]
 
 
 @contextmanager
 def attention_by(fn):
-    """While inside, `block` calls `fn` in place of `attention` (the same block, another attention)."""
+    """While inside, `block` calls `fn` in place of `attention` (the same block, another
+    attention)."""
     saved = globals()["attention"]
     globals()["attention"] = fn
     try:
@@ -856,11 +942,15 @@ def attention_by(fn):
         globals()["attention"] = saved
 
 
-H, J = (4, 256) if device.type == "cuda" else (2, 16)  # long sequences of narrow vectors: attention's work dominates
+# long sequences of narrow vectors: attention's work dominates
+H, J = (4, 256) if device.type == "cuda" else (2, 16)
 K = J // H
 dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-timing_Ts = [] if is_grading() else ([2048, 4096, 8192, 16384] if device.type == "cuda" else [128, 256, 512, 1024])
-timing_params = {name: w.to(device, dtype) for name, w in random_weights(torch.Generator().manual_seed(7), J, H, K, K, 4 * J).items()}
+timing_Ts = [] if is_grading() else ([2048, 4096, 8192, 16384] if device.type == "cuda"
+                                     else [128, 256, 512, 1024])
+timing_params = {name: w.to(device, dtype)
+                 for name, w in random_weights(torch.Generator().manual_seed(7), J, H, K, K,
+                                               4 * J).items()}
 ran = {"your attention": MATH, "scaled_dot_product_attention": MATH}  # the kernel each block ran
 block_runs = {name: [] for name in ran}
 all_threads = torch.get_num_threads()
@@ -871,32 +961,39 @@ with torch.no_grad():
         for name in ran:
             with attention_by(attention if name == "your attention" else fused_attention):
                 ran[name] = attention_backend(block, M, timing_params, H, K)
-                block_runs[name].append(run_times(block, M, timing_params, H, K, repeats=7, warmup=1))
+                block_runs[name].append(run_times(block, M, timing_params, H, K, repeats=7,
+                                                  warmup=1))
 torch.set_num_threads(all_threads)
 attention_share = {T: parallel_time(attention, (H, T, K), (H, T, K), (H, T, K)).work
                    / parallel_time(block, (T, J), block_shapes(J), H, K).work for T in timing_Ts}
 if timing_Ts:
     for T, share in attention_share.items():
-        print(f"T = {T:5d}: attention is {share:.0%} of the block's work (the profiler's count)")  # claim: ch7-attention-share
+        print(f"T = {T:5d}: attention is {share:.0%} of the block's work "
+              "(the profiler's count)")  # claim: ch7-attention-share
     for name in ran:
         print(f"{name}: {ran[name]}")
     for k, T in enumerate(timing_Ts):
-        print(f"T = {T:5d}: " + "  ".join(f"{name} {statistics.median(block_runs[name][k]) * 1e3:8.2f} ms"
-                                         for name in ran))
+        print(f"T = {T:5d}: "
+              + "  ".join(f"{name} {statistics.median(block_runs[name][k]) * 1e3:8.2f} ms"
+                          for name in ran))
     for k, T in enumerate(timing_Ts):
-        fused, yours = (statistics.median(block_runs[name][k]) for name in ("scaled_dot_product_attention", "your attention"))
-        print(f"T = {T:5d}: the block with the fused kernel takes {fused / yours:.2f} of the time of the block "
-              "with your attention")  # claim: ch7-timing
+        fused, yours = (statistics.median(block_runs[name][k])
+                        for name in ("scaled_dot_product_attention", "your attention"))
+        print(f"T = {T:5d}: the block with the fused kernel takes "
+              f"{fused / yours:.2f} of the time of the block with your attention"
+              )  # claim: ch7-timing
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name in ran:
         q1, med, q3 = zip(*(statistics.quantiles(r, n=4) for r in block_runs[name]))
-        ax.errorbar(timing_Ts, med, yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
+        ax.errorbar(timing_Ts, med,
+                    yerr=[[m - a for a, m in zip(q1, med)], [b - m for m, b in zip(med, q3)]],
                     marker="o", capsize=3, label=f"block with {name}: {ran[name]}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("seconds per block (median, bars: quartiles)")
-    ax.set_title(f"One block, J={J}, H={H}, {4 * J} hidden units, on {device.type}, {str(dtype).removeprefix('torch.')}")
+    ax.set_title(f"One block, J={J}, H={H}, {4 * J} hidden units, on "
+                 f"{device.type}, {str(dtype).removeprefix('torch.')}")
     ax.legend(fontsize=8)
     plt.show()
 
@@ -914,5 +1011,7 @@ if timing_Ts:
 
 # %% tags=["solutions-only"]
 if timing_Ts:  # the block's own queries, keys and values reach a fused kernel, on a CPU as on a GPU
-    assert ran["scaled_dot_product_attention"] != MATH, "a fused kernel ran inside the block"  # claim: ch7-fused
-    assert attention_share[timing_Ts[-1]] > 0.75, f"attention is most of the work: {attention_share}"  # claim: ch7-attention-most
+    assert ran["scaled_dot_product_attention"] != MATH, \
+        "a fused kernel ran inside the block"  # claim: ch7-fused
+    assert attention_share[timing_Ts[-1]] > 0.75, \
+        f"attention is most of the work: {attention_share}"  # claim: ch7-attention-most

@@ -10,7 +10,7 @@ WRONG = [
           ("test_dot_product_attention",), "exponentials not divided by their sum"),
     Patch("dot_product_attention", "return torch.einsum(", "return values[alpha.argmax()]  # hard attention",
           ("test_dot_product_attention",), "the value of the best key instead of the weighted average", line=True),
-    Patch("column_attention", "dim=1)  # columns sum to 1", "dim=2)  # rows sum to 1",
+    Patch("column_attention", "/ math.sqrt(K), dim=1)", "/ math.sqrt(K), dim=2)  # rows sum to 1",
           ("test_column_attention",), "softmax over the queries (rows) instead of the keys (columns)"),
     Patch("column_attention", "return out.reshape(", "return out.permute(1, 0, 2).reshape(",
           ("test_column_attention",), "heads interleaved instead of stacked block by block"),

@@ -32,7 +32,8 @@ WRONG = [
           "beta1 added after the ReLU"),
     Patch("block", "Query, Key, Value = stacked_projection(layer_norm(M, p[\"gain1\"], p[\"shift1\"]), p[\"W\"], H, K)\n"
           "    Mid = M + output_projection(attention(Query, Key, Value, causal), p[\"WO\"])\n"
-          "    return Mid + feed_forward(layer_norm(Mid, p[\"gain2\"], p[\"shift2\"]), p[\"W1\"], p[\"beta1\"], p[\"W2\"], p[\"beta2\"])",
+          "    return Mid + feed_forward(layer_norm(Mid, p[\"gain2\"], p[\"shift2\"]), p[\"W1\"], p[\"beta1\"],\n"
+          "                              p[\"W2\"], p[\"beta2\"])",
           "Query, Key, Value = stacked_projection(M, p[\"W\"], H, K)  # post-LN: the sums normalised\n"
           "    Mid = layer_norm(M + output_projection(attention(Query, Key, Value, causal), p[\"WO\"]), p[\"gain1\"], p[\"shift1\"])\n"
           "    return layer_norm(Mid + feed_forward(Mid, p[\"W1\"], p[\"beta1\"], p[\"W2\"], p[\"beta2\"]), p[\"gain2\"], p[\"shift2\"])",
