@@ -10,7 +10,7 @@ import nbformat
 import yaml
 
 from coursenb import cells, chapters
-from publish import downloads
+from publish import downloads, pages
 from publish.contents import is_notebook, published_name, published_toc, source_of, toc_documents
 from publish.layout import ANNOUNCEMENT, CONFIG, ROOT, Edition
 
@@ -68,12 +68,15 @@ def _widget_text(model_id: str, state: dict) -> str | None:
 
 
 def edition_notebook(nb: nbformat.NotebookNode, edition: str, download: str | None = None) -> nbformat.NotebookNode:
-    """The notebook as `edition` publishes it (both: no widgets, so no CDN scripts). In the student
+    """The notebook as `edition` publishes it (both: no widgets, so no CDN scripts; the reader's labels and
+    notes, `publish.pages`). In the student
     edition a chapter (`download`: its notebook name) gets the links to its release files after its title."""
     nb = without_widgets(nb)
     if edition != "student":
-        return nb
-    nb = student_notebook(nb)
+        return pages.page_notebook(nb, student=False)
+    withheld = {c.id: c.outputs for c in nb.cells if c.get("cell_type") == "code" and cells.shows_answers(c)
+                and c.outputs and c.get("id")}
+    nb = pages.page_notebook(student_notebook(nb), student=True, withheld=withheld)
     if download is not None:
         nb.cells.insert(min(1, len(nb.cells)), downloads.link_cell(download))
     return nb

@@ -116,3 +116,16 @@ def test_every_check_is_used_by_its_chapter() -> None:
     present = {c.assignment for c in CHAPTERS}
     unused = {n for n in CHECKS if n.split(".")[0] in present} - used
     assert not unused, f"checks defined but never called: {sorted(unused)}"
+
+
+# The longest code line a chapter may have: what the book's article column shows without scrolling at 1366 px
+# (_static/book.css sets the column and the code's size; tests/test_book_browser.py checks every block fits).
+CODE_WIDTH = 100
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.assignment)
+def test_every_code_line_fits_the_books_column(chapter: Chapter) -> None:
+    """A longer line scrolls sideways on the page, hiding the end of a signature or a docstring."""
+    long = [f"{len(line)}: {line.strip()[:60]}" for c in chapter.read().cells if c.cell_type == "code"
+            for line in c.source.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, f"{chapter.path.name}: code lines over {CODE_WIDTH} characters: {long[:5]}"
