@@ -4,8 +4,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import html
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Iterator
@@ -19,7 +21,7 @@ from publish.audit import audit_offline, audit_student_cached
 from publish.contents import notebook_docs, read_toc, source_of, toc_documents
 from publish.editions import stage
 from publish.execute import execute_all
-from publish.layout import BUILD, CONFIG, EDITIONS, MANIFEST, ROOT, BookError, Edition
+from publish.layout import ANNOUNCEMENT, BUILD, CONFIG, EDITIONS, MANIFEST, ROOT, BookError, Edition
 
 
 @contextlib.contextmanager
@@ -87,10 +89,38 @@ def build(editions: Iterable[str] = EDITIONS, jobs: int | None = None, force: bo
             if remote:
                 raise BookError(f"the {edition.name} edition loads from the network:\n" + "\n".join(remote[:20]))
         timings["audit"] = time.perf_counter() - clock
+        if all((Edition(name).html / "index.html").is_file() for name in EDITIONS):
+            write_landing()
         log("book: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
         for edition in chosen:
             log(f"book: the {edition.name} edition is in {edition.html.relative_to(ROOT)}/ (open index.html)")
     return {e.name: e.html for e in chosen}
+
+
+LANDING = BUILD / "html" / "index.html"  # the page that links both editions (scripts/main.sh publishes it)
+LANDING_STYLE = """body{margin:0;font:17px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
+background:#fafafa}main{max-width:40rem;margin:3rem auto;padding:0 1.25rem}h1{font-size:1.6rem;line-height:1.25}
+ul{list-style:none;padding:0}li{margin:1rem 0;padding:1rem 1.25rem;background:#fff;border:1px solid #ddd;
+border-radius:8px}a{color:#0a58ca;font-weight:600}p{color:#555;margin:.3rem 0 0}"""
+
+
+def write_landing() -> None:
+    """The landing page (`LANDING`): the book's title and a link to each edition, styled, with a viewport and
+    the book's favicon beside it."""
+    cfg = yaml.safe_load(CONFIG.read_text())
+    title = html.escape(cfg.get("title", "The book"))
+    favicon = ROOT / ((cfg.get("html") or {}).get("favicon") or "")
+    LANDING.parent.mkdir(parents=True, exist_ok=True)
+    icon = ""
+    if favicon.is_file():
+        shutil.copyfile(favicon, LANDING.parent / favicon.name)
+        icon = f'<link rel="icon" href="{favicon.name}">'
+    items = "".join(f'<li><a href="../{name}/html/index.html">{name.capitalize()} edition</a>'
+                    f"<p>{html.escape(ANNOUNCEMENT[name])}</p></li>" for name in EDITIONS)
+    LANDING.write_text(
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>{icon}'
+        f"<style>{LANDING_STYLE}</style></head>\n<body><main><h1>{title}</h1><ul>{items}</ul></main></body></html>\n")
 
 
 def _warn_unpublished_chapters(toc: dict, log) -> None:

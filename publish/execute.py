@@ -22,6 +22,9 @@ from publish.layout import CACHE, MANIFEST, ROOT, BookError
 
 # The kit reaches the instructor's judge by this entry point group (a hidden check run in the book), not by import.
 LOCAL_JUDGE = "attnlab.local_judge"
+# Run in every kernel before the first cell (IPython's startup folder): each figure's output records its smallest
+# text and a description (publish/kernel_startup.py).
+KERNEL_STARTUP = Path(__file__).with_name("kernel_startup.py")
 
 
 def kit_files(sources: list[Path]) -> list[Path]:
@@ -32,8 +35,10 @@ def kit_files(sources: list[Path]) -> list[Path]:
 
 
 def kit_digest(sources: list[Path]) -> str:
-    """sha256 over the code executing `sources` runs (`kit_files`) and the interpreter/torch versions."""
-    return deps.digest(kit_files(sources), f"{sys.version}|{version_of('torch')}|{version_of('matplotlib')}")
+    """sha256 over the code executing `sources` runs (`kit_files`, the kernels' startup file) and the
+    interpreter/torch versions."""
+    return deps.digest([*kit_files(sources), KERNEL_STARTUP],
+                       f"{sys.version}|{version_of('torch')}|{version_of('matplotlib')}")
 
 
 def version_of(dist: str) -> str:
@@ -57,10 +62,22 @@ def kernel_env(threads: int) -> dict[str, str]:
     for var in ("ATTNLAB_GRADING", "NBGRADER_EXECUTION", QUICK_ENV):
         env.pop(var, None)  # the book runs the long demos and the slow visible checks
     env["PYTHONHASHSEED"] = "0"
+    env["IPYTHONDIR"] = str(_ipython_dir())
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, str(threads))
     return env
+
+
+def _ipython_dir() -> Path:
+    """An IPython folder of the book's own whose startup runs KERNEL_STARTUP (rewritten when it differs)."""
+    folder = CACHE / "ipython"
+    startup = folder / "profile_default" / "startup" / "00-book-figures.py"
+    text = KERNEL_STARTUP.read_text()
+    if not startup.is_file() or startup.read_text() != text:
+        startup.parent.mkdir(parents=True, exist_ok=True)
+        startup.write_text(text)
+    return folder
 
 
 def execute_notebook(src: Path, dest: Path, timeout: int, threads: int) -> float:

@@ -16,6 +16,11 @@ from publish.editions import edition_config
 from publish.execute import last_lines, version_of
 from publish.layout import ROOT, BookError, Edition
 
+# The part of sphinx-mathjax-offline's 24 MB MathJax copy that a page can load: the entry point the pages name
+# (its mathjax_path), the TeX extensions that the config and TeX's autoload fetch, the CHTML output's fonts, and
+# the menu with the accessibility tools a reader can switch on there (a11y/, and the speech rules it reads, sre/).
+# The other entry points, the SVG output, MathML input and the Node build are never requested.
+MATHJAX_KEEP = ("tex-chtml.js", "input/tex/", "output/chtml/", "ui/", "a11y/", "sre/")
 SPHINX_STACK = ("sphinx", "jupyter-book", "myst-nb", "myst-parser", "sphinx-book-theme",
                 "pydata-sphinx-theme", "sphinx-mathjax-offline", "sphinx-external-toc")
 
@@ -70,7 +75,29 @@ def finish(edition: Edition, proc: subprocess.Popen, strict: bool) -> None:
         raise BookError(f"sphinx failed on the {edition.name} edition (exit {code}); "
                         f"see {edition.out / 'sphinx.log'}:\n{last_lines(log)}")
     _complete_redirect(edition)
+    prune(edition.html)
     (edition.out / "built-from.sha256").write_text(_stamp(edition, strict) + "\n")
+
+
+def prune(html: Path) -> None:
+    """Drop from a built edition what no page loads: MathJax beyond MATHJAX_KEEP, and the themes' source maps
+    (with the comments that name them)."""
+    mathjax = html / "_static" / "mathjax"
+    if mathjax.is_dir():
+        for path in sorted(mathjax.rglob("*"), reverse=True):  # files before their folders
+            rel = path.relative_to(mathjax).as_posix()
+            if path.is_file() and not rel.startswith(MATHJAX_KEEP):
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+    for source_map in (html / "_static").rglob("*.map"):
+        source_map.unlink()
+        named = source_map.with_suffix("")  # bootstrap.js.map -> bootstrap.js
+        if named.is_file():
+            text = named.read_text(errors="surrogateescape")
+            stripped = re.sub(r"\n?/[/*][#@] sourceMappingURL=[^\s*]+(?:\s*\*/)?\s*$", "\n", text)
+            if stripped != text:
+                named.write_text(stripped, errors="surrogateescape")
 
 
 def _complete_redirect(edition: Edition) -> None:

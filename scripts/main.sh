@@ -16,13 +16,7 @@ book=0
 attnbook "$@" || book=$?
 if [ "$book" -eq 0 ]; then
     test -f _build/student/html/index.html && test -f _build/solutions/html/index.html
-    mkdir -p _build/html
-    cat > _build/html/index.html <<'HTML'
-<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Attention in Parallel</title></head>
-<body><h1>Attention in Parallel: a Transformer problem set</h1>
-<ul><li><a href="../student/html/index.html">Student edition</a> (problems, stubs, visible tests, reference results, downloads)</li>
-<li><a href="../solutions/html/index.html">Solutions edition</a> (everything, for instructors)</li></ul></body></html>
-HTML
+    test -f _build/html/index.html  # attnbook writes it (publish.build.write_landing)
     echo "== book built in $((SECONDS - start)) s: _build/html/index.html links _build/student/html and _build/solutions/html"
 else
     rm -f _build/html/index.html  # nothing to publish: a chapter failed, Sphinx failed, or the student edition leaks
