@@ -65,7 +65,7 @@ def withheld_note(outputs: list) -> str:
     figures = sum(1 for o in outputs if o.get("data", {}).get("image/png"))
     shown = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((lines, "line"), (figures, "figure")) if n]
     what = " and ".join(shown) or "its output"
-    return (f":::{{note}} Output withheld\n:class: {WITHHELD}\n"
+    return (f":::{{admonition}} Output withheld\n:class: note {WITHHELD}\n"
             f"The reference run's output of the cell above ({what}) is made from the solutions, so this "
             "edition leaves it out. You will see your own when you run the cell in your notebook, once "
             "your functions above pass their tests; the text says what to look for.\n:::")
