@@ -247,7 +247,7 @@ assert [round(n) for n in M.norm(dim=1).tolist()] == [4, 9, 14, 19], \
     "the embeddings' norms are 4 to 19"  # claim: ch0-norms
 
 
-# %%
+# %% mystnb={"figure": {"caption": "Seed 001's four tokens as queries (rows) against the same tokens as keys (columns): the scaled scores, then the weights. Read down the last column: every query puts almost all of its weight on token 4."}}
 def show_matrix(ax, A: torch.Tensor, title: str, fmt: str) -> None:
     """A heatmap of A[query, key] with each entry written in its cell."""
     image = ax.imshow(A.numpy(), cmap="viridis")
@@ -298,7 +298,7 @@ plt.show()
 # a layer normalisation does), give scores that differ by less than $0.03$ and weights
 # that are nearly uniform, within $0.01$ of $1/4$ <!-- claim: ch0-unit -->.
 
-# %%
+# %% mystnb={"figure": {"caption": "The same four directions at unit length: every weight is close to $1/4$. Compare with the one-hot weights above: the scale of the embeddings, not their directions, made them."}}
 unit = M / M.norm(dim=1, keepdim=True)
 weights_unit = torch.softmax(torch.einsum("tj,Tj->tT", unit, unit) / math.sqrt(K), dim=1)
 fig, ax = plt.subplots(figsize=(5.5, 4.2))
@@ -333,9 +333,11 @@ print("dot_product_attention reproduces the four context vectors")
 # $W^V[h] \in \mathbb{R}^{I\times J}$, the projections are again columns, one per item:
 #
 # $$
-# \text{Query}_h^\top = W^Q[h]\, M^\top \in \mathbb{R}^{K\times T}, \qquad
-# \text{Key}_h^\top = W^K[h]\, M^\top \in \mathbb{R}^{K\times T}, \qquad
-# \text{Value}_h^\top = W^V[h]\, M^\top \in \mathbb{R}^{I\times T}.
+# \begin{aligned}
+# \text{Query}_h^\top &= W^Q[h]\, M^\top \in \mathbb{R}^{K\times T}, \\
+# \text{Key}_h^\top &= W^K[h]\, M^\top \in \mathbb{R}^{K\times T}, \\
+# \text{Value}_h^\top &= W^V[h]\, M^\top \in \mathbb{R}^{I\times T}.
+# \end{aligned}
 # $$
 #
 # Seed 004's "attention matrix" $(\mathbf{K}\mathbf{H})^\top \mathbf{Q}\mathbf{H}$ is
@@ -526,7 +528,7 @@ print(f"one stacked multiply: [{W_stacked.shape[0]} x {J}] "
 # the items after each level, as your `column_attention` computes them. Run it once your
 # function passes its tests.
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Eight random items (columns) through two levels of heads and a feed-forward layer, as your `column_attention` computes them. Compare the columns: distinct in the input, alike after level 2."}}
 def feed_forward(G: torch.Tensor, WF: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     """Seed 004's FF: the stacked heads G[J, T] -> sigmoid(WF G + beta) [J', T], the same map for
     every column."""
@@ -552,7 +554,7 @@ assert MTs[2].shape == MT0.shape and ((MTs[2] > 0) & (MTs[2] < 1)).all(), \
     f"after two levels the items should keep their shape {tuple(MT0.shape)} with every entry " \
     "in (0, 1) (a sigmoid): check the shape your column_attention returns"
 
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.4))
 for ax, level in zip(axes, (0, 1, 2)):
     im = ax.imshow(MTs[level].numpy(), cmap="magma", vmin=None if level == 0 else 0,
                    vmax=None if level == 0 else 1)
@@ -611,7 +613,7 @@ assert spreads[0] > spreads[1] > spreads[2], \
 # last claim: one masked pass against a loop in which position $t$ reads only the memory of
 # positions $0, \dots, t$ through your `dot_product_attention`.
 
-# %%
+# %% mystnb={"figure": {"caption": "Causal attention weights, query position $t$ (row) against key position $t'$ (column): everything above the diagonal is zero, so position $t$ reads only positions $0, \\dots, t$."}}
 g = torch.Generator().manual_seed(4)
 T, J, K = 7, 6, 4
 M = torch.randn(T, J, generator=g, dtype=torch.float64)

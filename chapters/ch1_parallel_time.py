@@ -322,6 +322,9 @@ for T, J in [] if is_grading() else [(8, 64), (500, 64), (8, 1000), (500, 1000)]
 
 # %% nbgrader={"grade": false, "grade_id": "softmax_time", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T and K.
+# Your answers, in this form:
+# SOFTMAX_TIME = "..."
+# SOFTMAX_TIME_PRACTICE = "..."
 ### BEGIN SOLUTION
 SOFTMAX_TIME = "log(T) + log(K)"
 SOFTMAX_TIME_PRACTICE = "K + log(T)"
@@ -357,6 +360,9 @@ hidden_check("ch1.SOFTMAX_TIME_PRACTICE", SOFTMAX_TIME_PRACTICE)
 
 # %% nbgrader={"grade": false, "grade_id": "layer_time", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T, J and K.
+# Your answers, in this form:
+# LAYER_TIME = "..."
+# LAYER_TIME_PRACTICE = "..."
 ### BEGIN SOLUTION
 LAYER_TIME = "log(T) + log(J)"
 LAYER_TIME_PRACTICE = "J + log(T)"
@@ -390,6 +396,9 @@ hidden_check("ch1.LAYER_TIME_PRACTICE", LAYER_TIME_PRACTICE)
 
 # %% nbgrader={"grade": false, "grade_id": "work_memory", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T, H, J and K.
+# Your answers, in this form:
+# LAYER_WORK = "..."
+# SCORES_MEMORY = "..."
 ### BEGIN SOLUTION
 LAYER_WORK = "T^2*H*K + T^2*J + T*J*H*K + T*J^2"
 SCORES_MEMORY = "H*T^2"
@@ -420,6 +429,8 @@ hidden_check("ch1.SCORES_MEMORY", SCORES_MEMORY)
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_serial", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L, T, H, J, K, as a string, e.g. "L*T^2".
+# Your answer, in this form:
+# PARALLEL_TIME_SERIAL = "..."
 ### BEGIN SOLUTION
 PARALLEL_TIME_SERIAL = "L*(J + K + T)"
 ### END SOLUTION
@@ -440,6 +451,8 @@ hidden_check("ch1.PARALLEL_TIME_SERIAL", PARALLEL_TIME_SERIAL)
 
 # %% nbgrader={"grade": false, "grade_id": "parallel_time_log", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L, T, H, J, K, e.g. "J*log(L)".
+# Your answer, in this form:
+# PARALLEL_TIME_LOG = "..."
 ### BEGIN SOLUTION
 PARALLEL_TIME_LOG = "L*(log(J) + log(K) + log(T))"
 ### END SOLUTION
@@ -632,7 +645,7 @@ if len(Ts) > 1:
         growth = statistics.median(runs[name][-1]) / statistics.median(runs[name][-2])
         print(f"  {name} (backend: {kernels[name]}): x{growth:.1f}")  # claim: ch1-growth
 
-# %%
+# %% mystnb={"figure": {"caption": "One layer and its parts against $T$ on logarithmic axes (points: medians; bars: quartiles). Which part's time grows fastest as $T$ doubles, and from which $T$ on does it set the layer's time?"}}
 if Ts:
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for name in methods:
@@ -716,7 +729,7 @@ if len(Ts) > 1:
 # answer of another order climbs or falls along the size it gets wrong <!-- claim: ch1-level --> <!-- claim: ch1-drift -->. (This cell measures
 # your `self_attention` and draws your own answers: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured work (top) and memory (bottom) divided by your answers, as each size grows. A curve that stays inside the green band (within a factor of 3) belongs to an answer of the right order in that size; one that climbs or falls out of it does not."}}
 from attnlab.kernels import softmax_entries
 from attnlab.symbolic import parse_answer
 
@@ -777,7 +790,7 @@ def drifts(answer: str, what: str) -> dict[str, list[float]] | None:
 
 
 if sweeps:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(8, 7.6))
     for ax, (what, name) in zip(axes, [("work", "LAYER_WORK"), ("memory", "SCORES_MEMORY")]):
         answer = globals().get(name)
         drawn = drifts(answer, what) if isinstance(answer, str) else None
@@ -796,10 +809,12 @@ if sweeps:
         ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
+        low, high = ax.get_ylim()  # room around the band, so that it is the middle of the axis
+        ax.set_ylim(min(low, DRIFT ** -2), max(high, DRIFT ** 2))
         ax.set_xlabel("growth of the size from its first value")
         ax.set_ylabel(f"measured {what} / your answer (1 at the first size)")
         ax.set_title(f"{name} = {answer!r}")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     plt.tight_layout()
     plt.show()
 
@@ -840,7 +855,7 @@ if sweeps:
 # layer at $T = 10^6$ <!-- given -->. (This cell measures your own `transformer`: run it yourself once
 # Problem 1.2 passes its tests, and see how the depth grows with $T$ in each model.) <!-- not a claim: an invitation -->
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth of a 2-layer Transformer against $T$, with serial sums (left) and logarithmic sums (right). Read how the depth grows as $T$ doubles in each model."}}
 L, H, K, I = 2, 4, 16, 16
 J = H * I
 layer_shapes = [((H, K, J), (H, K, J), (H, I, J))] * L
@@ -852,7 +867,7 @@ depths = {model: [parallel_time(transformer, (T, J), layer_shapes,
 
 def depth_axes() -> list:
     """The two panels of measured depth against T (serial sums, log sums)."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, model in zip(axes, ("serial", "log")):
         ax.plot(depth_Ts, depths[model], "o", label=f"measured depth ({model} sums)")
         ax.set_xscale("log", base=2)
@@ -865,7 +880,7 @@ def depth_axes() -> list:
 
 if depth_Ts:
     for ax in depth_axes():
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     plt.tight_layout()
     plt.show()
     print("one layer, T = 1,000,000:",
@@ -894,7 +909,7 @@ if depth_Ts:
 # could not tell: a constant fitted to the points hides every size that stays fixed. (This
 # cell measures your `transformer` and draws your own answers: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth divided by your answers, serial sums (top) and logarithmic sums (bottom), as each size grows. A curve that stays inside the green band belongs to an answer of the right order in that size; one that climbs or falls out of it does not."}}
 from attnlab.fits import spread
 
 # base sizes (H = 4 heads), then the values each size takes
@@ -931,7 +946,7 @@ def depth_drifts(answer: str, model: str) -> dict[str, list[float]] | None:
 
 
 if depth_sweeps:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(8, 7.6))
     for ax, model, name in zip(axes, ("serial", "log"),
                                ("PARALLEL_TIME_SERIAL", "PARALLEL_TIME_LOG")):
         answer = globals().get(name)
@@ -950,10 +965,12 @@ if depth_sweeps:
         ax.axhspan(1 / DRIFT, DRIFT, color="green", alpha=0.08, label=f"level: within x{DRIFT}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
+        low, high = ax.get_ylim()  # room around the band, so that it is the middle of the axis
+        ax.set_ylim(min(low, DRIFT ** -2), max(high, DRIFT ** 2))
         ax.set_xlabel("growth of the size from its first value")
         ax.set_ylabel(f"measured depth ({model} sums) / your answer")
         ax.set_title(f"{name} = {answer!r}")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     plt.tight_layout()
     plt.show()
 
@@ -978,7 +995,7 @@ if depth_sweeps:
 # for the $C$ it ran with (one CPU thread, or a GPU's cores), converted to
 # seconds by one fitted constant (seconds per scalar operation).
 
-# %%
+# %% mystnb={"figure": {"caption": "One layer's measured wall-clock (points) against Brent's bound $\\text{work}/C + \\text{depth}$ scaled by one fitted constant (line). Where the two agree, the counts of work and depth explain the time."}}
 if Ts and depth_Ts:
     H1, K1, I1 = 4, 64, 64
     J1 = H1 * I1

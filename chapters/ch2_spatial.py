@@ -299,6 +299,8 @@ hidden_check("ch2.spatial_self_attention", spatial_self_attention)
 
 # %% nbgrader={"grade": false, "grade_id": "spatial_time_layer", "locked": false, "schema_version": 3, "solution": true}
 # An expression in X, Y, H, J, K, as a string.
+# Your answer, in this form:
+# SPATIAL_TIME_LAYER = "..."
 ### BEGIN SOLUTION
 SPATIAL_TIME_LAYER = "log(X) + log(Y) + log(J) + log(K)"
 ### END SOLUTION
@@ -319,6 +321,8 @@ hidden_check("ch2.SPATIAL_TIME_LAYER", SPATIAL_TIME_LAYER)
 
 # %% nbgrader={"grade": false, "grade_id": "spatial_time", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L, X, Y, H, J, K, as a string.
+# Your answer, in this form:
+# SPATIAL_TIME = "..."
 ### BEGIN SOLUTION
 SPATIAL_TIME = "L*(log(X) + log(Y) + log(J) + log(K))"
 ### END SOLUTION
@@ -552,7 +556,7 @@ WV = torch.zeros(H, 3, J)
 WV[:, :, :3] = torch.eye(3)  # both heads average colours
 
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Attention maps of two hand-made heads for three query pixels (the crosses), drawn as light over the dimmed image. The colour head lights every pixel of the query's colour, near or far; the position head lights a small neighbourhood."}}
 if not is_grading():  # a figure only: not drawn while grading
     alpha = attention_maps(spatial_self_attention, features, WQ, WK)  # your layer's weights
     queries = [(8, 8), (20, 20), (24, 25)]
@@ -587,7 +591,7 @@ if not is_grading():  # a figure only: not drawn while grading
 # removes the noise and keeps the edges sharp, like a non-local-means filter), the position
 # head over neighbours (a blur, which smears the edges).
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "The noisy image averaged by each head, with its error against the clean image. Look at the edges of the discs: sharp after the colour head, blurred after the position head."}}
 out = spatial_self_attention(features, WQ, WK, WV)  # [X, Y, 2*3]: head 0's colours, then head 1's
 panels = [("the input (noisy)", noisy), ("colour head's output", out[..., :3]),
           ("position head's output", out[..., 3:])]
@@ -613,7 +617,7 @@ assert rms[1] < rms[0] and rms[1] < rms[2], rms
 # free). Run the cell yourself once your layer passes its tests, and compare what it
 # measures with your answer to Problem 2.3.
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth of one spatial attention layer against the side $X = Y$ of the image, on a logarithmic axis. Read how much the depth rises each time the side doubles."}}
 sides = [] if is_grading() else [2, 4, 8, 16, 32, 64, 128, 256]
 J, H, K, I = 64, 4, 16, 16
 depths = [parallel_time(spatial_self_attention, (n, n, J), (H, K, J), (H, K, J), (H, I, J),
@@ -653,7 +657,7 @@ if sides:
 # one of another order misses along the size it gets wrong <!-- claim: ch2-layer-misses -->. (This cell shows your own answer: run it
 # yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth of one spatial layer as each of $X$, $Y$, $J$ and $K$ grows (points), with your `SPATIAL_TIME_LAYER` fitted as a factor plus a constant (lines). A right answer's line runs through the points of every panel."}}
 from attnlab.fits import fit
 
 # base sizes (H = 4 heads, I = J/H), then each size's values
@@ -687,8 +691,8 @@ def layer_fits(answer: object) -> dict[str, tuple[list[float], object]] | None:
 
 
 if layer_sweeps and (drawn := layer_fits(SPATIAL_TIME_LAYER)):
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
-    for ax, (name, (measured, line)) in zip(axes, drawn.items()):
+    fig, axes = plt.subplots(2, 2, figsize=(8.5, 6.4))
+    for ax, (name, (measured, line)) in zip(axes.flat, drawn.items()):
         xs = [sizes[name] for sizes, _ in layer_sweeps[name]]
         ax.semilogx(xs, measured, "o", base=2, label="measured")
         ax.semilogx(xs, line.curve, "-", base=2, label="your answer, fitted")
@@ -698,8 +702,9 @@ if layer_sweeps and (drawn := layer_fits(SPATIAL_TIME_LAYER)):
         print(f"SPATIAL_TIME_LAYER = {SPATIAL_TIME_LAYER!r} as {name} grows: "
               + ("follows" if line.follows else "does NOT follow")
               + f" (misses by {line.miss:.0%} of the range)")
-    axes[0].set_ylabel("depth (log cost model)")
-    axes[0].legend(fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("depth (log cost model)")
+    axes[0, 0].legend(fontsize=9)
     plt.tight_layout()
     plt.show()
 

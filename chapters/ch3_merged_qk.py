@@ -106,6 +106,8 @@ print("active device:", device)
 
 # %% nbgrader={"grade": false, "grade_id": "wq_tilde", "locked": false, "schema_version": 3, "solution": true}
 # One equation defining WQ_tilde[h,j1,j2], or an einsum spec over (WQ, WK) with its scale.
+# Your answer, in this form:
+# WQ_TILDE = "..."
 ### BEGIN SOLUTION
 WQ_TILDE = "WQ_tilde[h,j1,j2] = sum_k WQ[h,k,j1] * WK[h,k,j2] / sqrt(K)"
 ### END SOLUTION
@@ -468,6 +470,8 @@ hidden_check("ch3.layer_params_merged", layer_params_merged)
 
 # %% nbgrader={"grade": false, "grade_id": "equal_when", "locked": false, "schema_version": 3, "solution": true}
 # An equation in K and J, as a string.
+# Your answer, in this form:
+# EQUAL_WHEN = "..."
 ### BEGIN SOLUTION
 EQUAL_WHEN = "K = J/2"
 ### END SOLUTION
@@ -488,7 +492,7 @@ hidden_check("ch3.EQUAL_WHEN", EQUAL_WHEN)
 # that you can check your `EQUAL_WHEN` against them. (This cell shows your own answers: run
 # it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Query-key parameters of one layer ($J = 64$, $H = 4$) against the query/key size $K$: the separate $W^Q, W^K$ grow with $K$, the merged $\\tilde W^Q$ does not. Where the lines cross, the two counts are equal."}}
 J, H = 64, 4
 Ks = list(range(1, J + 1))
 # Problem 3.7 first: the crossing answers it
@@ -582,10 +586,10 @@ assert (layer_params_separate(8, 64, 512), layer_params_merged(8, 512)) == (524_
 #
 # $$
 # \begin{aligned}
-# \frac{1}{\sqrt{K}} \sum_k \text{Query}[h,t_1,k]\, \text{Key}[h,t_2,k]
-# &= \frac{1}{\sqrt{K}} \sum_k \Big(\sum_{j_1} W^Q[h,k,j_1]\, M[t_1,j_1]\Big)\Big(\sum_{j_2} W^K[h,k,j_2]\, M[t_2,j_2]\Big) \\
-# &= \sum_{j_1, j_2} M[t_1,j_1] \Big(\frac{1}{\sqrt{K}} \sum_k W^Q[h,k,j_1]\, W^K[h,k,j_2]\Big) M[t_2,j_2] \\
-# &= \sum_{j_1, j_2} M[t_1,j_1]\, \tilde W^Q[h,j_1,j_2]\, M[t_2,j_2],
+# &\frac{1}{\sqrt{K}} \sum_k \text{Query}[h,t_1,k]\, \text{Key}[h,t_2,k] \\
+# &\quad= \frac{1}{\sqrt{K}} \sum_k \Big(\sum_{j_1} W^Q[h,k,j_1]\, M[t_1,j_1]\Big)\Big(\sum_{j_2} W^K[h,k,j_2]\, M[t_2,j_2]\Big) \\
+# &\quad= \sum_{j_1, j_2} M[t_1,j_1] \Big(\frac{1}{\sqrt{K}} \sum_k W^Q[h,k,j_1]\, W^K[h,k,j_2]\Big) M[t_2,j_2] \\
+# &\quad= \sum_{j_1, j_2} M[t_1,j_1]\, \tilde W^Q[h,j_1,j_2]\, M[t_2,j_2],
 # \end{aligned}
 # $$
 #
@@ -671,7 +675,7 @@ for name, W in [("low rank", low_rank), ("random", arbitrary)]:
     print(f"{name}: max |merge(split(W~Q)) - best rank-{K} approximation| = "
           f"{(back - (A[:, :K] * lam[:K]) @ Rh[:K]).abs().max().item():.1e}")
 
-# %% tags=["solutions-only"]
+# %% tags=["solutions-only"] mystnb={"figure": {"caption": "The error of the best rank-$K$ split of a random full-rank merged matrix against $K$: far from zero for every $K < J$, rounding at $K = J$."}}
 lam = torch.linalg.svdvals(arbitrary)
 errors = [rank_k_error(arbitrary, k) for k in range(1, J + 1)]
 frobenius = [(lam[k:] ** 2).sum().sqrt().item() for k in range(1, J + 1)]

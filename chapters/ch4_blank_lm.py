@@ -170,9 +170,10 @@ for p, w in zip(top.values.tolist(), top.indices.tolist()):
 # reads left to right, the backward one right to left:
 #
 # $$
-# \overrightarrow{z}[t] = \text{RNN}_{\to}\big(\overrightarrow{z}[t-1],\ E[w_t]\big),
-# \qquad
-# \overleftarrow{z}[t] = \text{RNN}_{\leftarrow}\big(\overleftarrow{z}[t+1],\ E[w_t]\big),
+# \begin{aligned}
+# \overrightarrow{z}[t] &= \text{RNN}_{\to}\big(\overrightarrow{z}[t-1],\ E[w_t]\big), \\
+# \overleftarrow{z}[t] &= \text{RNN}_{\leftarrow}\big(\overleftarrow{z}[t+1],\ E[w_t]\big),
+# \end{aligned}
 # $$
 #
 # so $\overrightarrow{z}[t, j]$ has read $w_1, \dots, w_t$ and $\overleftarrow{z}[t, j]$ has
@@ -565,11 +566,12 @@ hidden_check("ch4.blank_lm", pinned("fit_blank_lm", fit_blank_lm))
 # predict:
 #
 # $$
-# s[t, w] = \sum_{u, j} E[w, u]\, \overrightarrow{W}[u, j]\, \overrightarrow{z}[t-1, j]
-# \;+\; \sum_{u, j} E[w, u]\, \overleftarrow{W}[u, j]\, \overleftarrow{z}[t+1, j],
-# \qquad
-# P(w_t = w \mid \text{rest}) = \operatorname*{softmax}_{w}\ s[t, w]
+# \begin{aligned}
+# s[t, w] &= \sum_{u, j} E[w, u]\, \overrightarrow{W}[u, j]\, \overrightarrow{z}[t-1, j]
+# \;+\; \sum_{u, j} E[w, u]\, \overleftarrow{W}[u, j]\, \overleftarrow{z}[t+1, j], \\
+# P(w_t = w \mid \text{rest}) &= \operatorname*{softmax}_{w}\ s[t, w]
 # = \frac{e^{s[t, w]}}{\sum_{w' \in \mathcal V} e^{s[t, w']}} .
+# \end{aligned}
 # $$
 #
 # In code the two sums are contractions over $u$ and $j$, `torch.einsum("wu,uj,fj->fw", E,
@@ -667,7 +669,7 @@ def plot_curves(curves: dict[str, dict[str, list[float]]], title: str) -> None:
               )  # claim: ch4-approach
 
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Your model's held-out blank cross-entropy during training (points, every 100 steps), its training loss (dashed) and the optimum (line). Look at the gap between the last point and the optimum."}}
 curves = {}
 if not is_grading():
     torch.manual_seed(0)
@@ -697,7 +699,7 @@ if not is_grading():
 # Training uses one blank per sentence (position drawn uniformly), exactly the seed's
 # objective; the held-out loss blanks every position of every sentence in turn.
 
-# %%
+# %% mystnb={"figure": {"caption": "The Transformer blank model trained the same way: held-out points, dashed training loss, the optimum line."}}
 class TransformerBlankLM(nn.Module):
     """BERT-style: word + position vectors, L Transformer layers, scores read at the <mask>
     position."""
@@ -768,7 +770,7 @@ if not is_grading():
 # the topic only tilts the choice); the verb's *form* is fixed by the subject's number, its
 # identity is not. <!-- claim: ch4-nouns -->
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Both models' held-out blank cross-entropy during training, with the optimum (line). Compare each model's last point with the optimum: the gap is what it has left to learn."}}
 if curves and transformer_curves:
     plot_curves({**curves, **transformer_curves}, "Blank language models on the grammar")
 

@@ -269,9 +269,9 @@ hidden_check("ch5.CAPTION_EQUATIONS", CAPTION_EQUATIONS)
 #
 # $$
 # \begin{aligned}
-# \alpha_t[x, y] &= \operatorname*{softmax}_{x, y}\; \sum_{j, k} z[t-1, j]\, W_{\text{att}}[j, k]\, M[x, y, k]
-#   = \frac{\exp s_t[x, y]}{\sum_{x', y'} \exp s_t[x', y']},
-#   \qquad s_t[x, y] = \sum_{j,k} z[t-1, j]\, W_{\text{att}}[j, k]\, M[x, y, k] \\
+# s_t[x, y] &= \sum_{j,k} z[t-1, j]\, W_{\text{att}}[j, k]\, M[x, y, k] \\
+# \alpha_t[x, y] &= \operatorname*{softmax}_{x, y}\; s_t[x, y]
+#   = \frac{\exp s_t[x, y]}{\sum_{x', y'} \exp s_t[x', y']} \\
 # V_t[k] &= \sum_{x, y} \alpha_t[x, y]\, M[x, y, k] \\
 # z[t] &= \text{CELL}\big(z[t-1],\ V_t,\ E[w_{t-1}]\big) \\
 # P(w_t = w \mid w_0, \dots, w_{t-1}, M) &= \operatorname*{softmax}_{w}\; \sum_{u,j} E[w, u]\, W_{\text{auto}}[u, j]\, z[t, j]
@@ -426,8 +426,10 @@ hidden_check("ch5.attend", attend)
 # objects,
 #
 # $$
-# \textit{caption} \to \texttt{a}\ \textit{colour}\ \textit{shape}\ \textit{relation}\ \texttt{a}\ \textit{colour}\ \textit{shape},
-# \qquad \textit{relation} \in \{\texttt{left of},\ \texttt{right of},\ \texttt{above},\ \texttt{below}\},
+# \begin{aligned}
+# \textit{caption} &\to \texttt{a}\ \textit{colour}\ \textit{shape}\ \textit{relation}\ \texttt{a}\ \textit{colour}\ \textit{shape}, \\
+# \textit{relation} &\in \{\texttt{left of},\ \texttt{right of},\ \texttt{above},\ \texttt{below}\},
+# \end{aligned}
 # $$
 #
 # and is a function of the scene: its subject (the first object named) is the object
@@ -462,7 +464,7 @@ assert (len(scenes.ALL_PAIRS), len(novel)) == (36, 9) and all(
 )  # claim: ch5-split
 
 
-# %%
+# %% mystnb={"figure": {"caption": "Scenes with their captions; the grid lines mark the $4 \\times 4$ cells that the encoder sees one at a time."}}
 def show_scene(ax, image: np.ndarray, title: str = "", fontsize: int = 10) -> None:
     """Draw image[3, H, W] on ax with the cell grid."""
     ax.imshow(image.transpose(1, 2, 0), interpolation="nearest")
@@ -635,7 +637,7 @@ if DEMO:
     print(f"{STEPS} steps in {time.perf_counter() - t0:.1f} s; mean loss of the last 100 steps "
           f"{np.mean(losses[-100:]):.4f} nats per word (the best possible is 0)")
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Teacher-forced training loss per batch and its running mean against the training step. The best possible is 0: look at how close the mean comes."}}
 if losses:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.semilogy(losses, lw=0.5, alpha=0.4, label="batch")
@@ -714,14 +716,14 @@ if losses:
 # generated word over its glimpse drawn on the image (brighter: more weight; the number is
 # the largest weight of the glimpse). <!-- not a claim: how to read the figure -->
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "A held-out scene with its true caption, then each word the model wrote over its glimpse: brighter cells carry more weight (colour scale at the right; \"max\" is the glimpse's largest weight). Each word's glimpse should sit on the object the word names."}}
 def attention_rows(k: int) -> None:
     """Draw held-out scene k and, in rows of 5, the glimpse behind each word the model wrote for
     it."""
     image = held_out.images[k]
     words, alphas = model.greedy(torch.from_numpy(image[None]).to(device))
     n = (words[0] != VOCAB.EOS).cumprod(0).sum().item() + 1  # words up to and including EOS
-    fig, axes = plt.subplots(2, 5, figsize=(7.5, 3.9))
+    fig, axes = plt.subplots(2, 5, figsize=(8.4, 4.2), layout="constrained")
     show_scene(axes[0, 0], image, "truth:\n" + held_out.captions[k].replace(" a ", "\na "),
                fontsize=9)
     panels = list(axes.flat[1:])
@@ -730,11 +732,12 @@ def attention_rows(k: int) -> None:
         ax.imshow(image.transpose(1, 2, 0) * (0.25 + 0.75 * weight[:, :, None] / weight.max()),
                   interpolation="nearest")
         ax.imshow(weight, cmap="magma", alpha=0.35, vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(f"{VOCAB.words[w]}  ({alpha.max():.2f})", fontsize=11)
+        ax.set_title(f"{VOCAB.words[w]}\nmax {alpha.max():.2f}", fontsize=10)
         ax.set_xticks([]), ax.set_yticks([])
     for ax in panels[n:]:
         ax.axis("off")
-    plt.tight_layout()
+    scale = plt.cm.ScalarMappable(plt.Normalize(0, 1), "magma")
+    fig.colorbar(scale, ax=axes, shrink=0.8, label="weight of the glimpse on a cell")
     plt.show()
 
 

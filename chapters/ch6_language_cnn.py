@@ -284,9 +284,11 @@ hidden_check("ch6.STRIDE2_EQUATION", STRIDE2_EQUATION)
 # threshold of the output channel and applies $\sigma$:
 #
 # $$
-# M_{\ell+1}[b, t, j'] = \sigma\Big( \sum_{\Delta < D} \sum_{j < J} W_{\ell+1}[\Delta, j, j']\;
-# M_\ell[b, 2t + \Delta, j] \;-\; \beta_{\ell+1}[j'] \Big),
-# \qquad t < T_{\ell+1} = \Big\lfloor \frac{T_\ell - D}{2} \Big\rfloor + 1 .
+# \begin{aligned}
+# M_{\ell+1}[b, t, j'] &= \sigma\Big( \sum_{\Delta < D} \sum_{j < J} W_{\ell+1}[\Delta, j, j']\;
+# M_\ell[b, 2t + \Delta, j] \;-\; \beta_{\ell+1}[j'] \Big), \\
+# t &< T_{\ell+1} = \Big\lfloor \frac{T_\ell - D}{2} \Big\rfloor + 1 .
+# \end{aligned}
 # $$
 #
 # With valid positions only, the last window of $M_{\ell+1}$, at $t = T_{\ell+1} - 1$, ends at
@@ -426,6 +428,8 @@ print("max |conv_stride2 - sigmoid(conv1d)| =",
 
 # %% nbgrader={"grade": false, "grade_id": "cnn_time", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
+# Your answer, in this form:
+# CNN_TIME = "..."
 ### BEGIN SOLUTION
 CNN_TIME = "L"
 ### END SOLUTION
@@ -440,6 +444,8 @@ hidden_check("ch6.CNN_TIME", CNN_TIME)
 
 # %% nbgrader={"grade": false, "grade_id": "rnn_time", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
+# Your answer, in this form:
+# RNN_TIME = "..."
 ### BEGIN SOLUTION
 RNN_TIME = "T + L"
 ### END SOLUTION
@@ -481,7 +487,7 @@ hidden_check("ch6.RNN_TIME", RNN_TIME)
 # $T = 15$ words: every position is joined to the $D$ positions of the layer below that it
 # reads.
 
-# %%
+# %% mystnb={"figure": {"caption": "Stride-2 layers of width $D = 3$ on $T = 15$ words: each position is joined to the $D$ positions of the layer below that it reads. Follow one top position down to the words it depends on."}}
 D, T = 3, 15
 sizes = [T]  # positions per layer, valid positions only: T_{l+1} = (T_l - D) // 2 + 1
 while sizes[-1] >= D:
@@ -599,7 +605,7 @@ hidden_check("ch6.layers_needed", layers_needed)
 # Your two answers, against the sentence length: the layers a CNN needs before one output
 # has seen every word, and the steps one RNN layer takes to read them.
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Sequential steps before one output has seen every word, against the sentence length: one RNN layer takes $T$ steps; a CNN needs your `layers_needed(T, D)` layers."}}
 if not is_grading():
     try:
         Ts = [2**k for k in range(2, 17)]
@@ -809,7 +815,7 @@ if DEMO:
 # topic's evidence does each depth keep? (The first layer's window holds a determiner,
 # perhaps an adjective, perhaps the subject noun; this grammar's sentences are mostly short.)
 
-# %%
+# %% mystnb={"figure": {"caption": "Held-out topic accuracy during training, the GRU (top) and the CNN read at its first top position (bottom), with the Bayes optimum. Compare how close each comes to the optimum."}}
 if results:
     for layers in (1, 2):
         torch.manual_seed(0)
@@ -865,7 +871,7 @@ if results:
 # model's growth from the shortest to the longest sentence and the ratio of the two at the
 # longest, the figures to compare with this expectation <!-- claim: ch6-timing-ratios -->.
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Wall-clock of one forward pass against the sentence length, for the CNN and the GRU (points: medians; bars: fastest to slowest run). Compare the slopes."}}
 from attnlab.kernels import run_times
 
 
@@ -932,7 +938,7 @@ if timed_Ts:
 # ($z[t] = \tanh(M_0[t]\, W_{\text{in}} + z[t-1]\, W_z)$), against $T$; then RNNs of $L = 1, 4, 8$ <!-- given --> layers
 # (layer $\ell + 1$ reads the states of layer $\ell$, as in Problem 6.5) on sentences of $T = 4, 8, 16$ <!-- given --> words.
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth against $T$: one RNN layer, a CNN with enough layers for the whole sentence, and a fixed 3-layer CNN. Compare how each grows as $T$ doubles."}}
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
 
@@ -1012,7 +1018,7 @@ if depth_Ts:
 # since an order has no constant (`attnlab.fits.fit`: a curve follows its points when it misses none by more
 # than a tenth of their range) <!-- not a claim: how the plot is read -->. Does each curve follow its points?
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Your `CNN_TIME` and `RNN_TIME`, each scaled by a fitted factor plus a fitted constant (lines), over the measured depths (points). A right answer's line runs through its points."}}
 from attnlab.fits import fit
 
 if depth_Ts:
@@ -1137,6 +1143,8 @@ if depth_Ts:
 
 # %% nbgrader={"grade": false, "grade_id": "attention_time", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
+# Your answer, in this form:
+# ATTENTION_TIME = "..."
 ### BEGIN SOLUTION
 ATTENTION_TIME = "L*log(T)"
 ### END SOLUTION
@@ -1151,6 +1159,8 @@ hidden_check("ch6.ATTENTION_TIME", ATTENTION_TIME)
 
 # %% nbgrader={"grade": false, "grade_id": "rnn_path", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
+# Your answer, in this form:
+# RNN_PATH = "..."
 ### BEGIN SOLUTION
 RNN_PATH = "T + L"
 ### END SOLUTION
@@ -1165,6 +1175,8 @@ hidden_check("ch6.RNN_PATH", RNN_PATH)
 
 # %% nbgrader={"grade": false, "grade_id": "cnn_path", "locked": false, "schema_version": 3, "solution": true}
 # An expression in T: this CNN's L is what the sentence requires, not a free size.
+# Your answer, in this form:
+# CNN_PATH = "..."
 ### BEGIN SOLUTION
 CNN_PATH = "log(T)"
 ### END SOLUTION
@@ -1179,6 +1191,8 @@ hidden_check("ch6.CNN_PATH", CNN_PATH)
 
 # %% nbgrader={"grade": false, "grade_id": "attention_path", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L and T.
+# Your answer, in this form:
+# ATTENTION_PATH = "..."
 ### BEGIN SOLUTION
 ATTENTION_PATH = "L"
 ### END SOLUTION
@@ -1287,7 +1301,7 @@ if DEMO:
 # $L$, the CNN's path against $T$, attention's path against $L$. (This cell shows your own
 # answers: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Your four answers, each scaled by a fitted factor plus a fitted constant (lines), over the measurements (points): the RNN's path and attention's steps against $T$, the CNN's path against $T$, attention's path against $L$."}}
 if DEMO and rnn_path:
     try:
         exprs = {name: parse_answer(globals()[name], ["L", "T"], what=name)

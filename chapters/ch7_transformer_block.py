@@ -149,9 +149,11 @@ hidden_check("ch7.stacked_projection", stacked_projection)
 # weighted average of the values,
 #
 # $$
-# s[h,t,t'] = \frac{1}{\sqrt K}\sum_k \text{Query}[h,t,k]\,\text{Key}[h,t',k], \qquad
-# \alpha[h,t,t'] = \operatorname*{softmax}_{t'} s[h,t,t'], \qquad
-# V[h,t,i] = \sum_{t'} \alpha[h,t,t']\,\text{Value}[h,t',i].
+# \begin{aligned}
+# s[h,t,t'] &= \frac{1}{\sqrt K}\sum_k \text{Query}[h,t,k]\,\text{Key}[h,t',k], \\
+# \alpha[h,t,t'] &= \operatorname*{softmax}_{t'} s[h,t,t'], \\
+# V[h,t,i] &= \sum_{t'} \alpha[h,t,t']\,\text{Value}[h,t',i].
+# \end{aligned}
 # $$
 #
 # A **decoder-only language model** (GPT) predicts word $t+1$ at position $t$ <!-- not a claim: a definition -->. Trained on
@@ -747,6 +749,9 @@ assert seen[True, "nan"].all() and seen[False, "grad"].all(), \
 
 # %% nbgrader={"grade": false, "grade_id": "block_time", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in T and J.
+# Your answers, in this form:
+# BLOCK_TIME = "..."
+# BLOCK_WORK = "..."
 ### BEGIN SOLUTION
 BLOCK_TIME = "log(T) + log(J)"
 BLOCK_WORK = "T^2*J + T*J^2"
@@ -780,7 +785,7 @@ hidden_check("ch7.BLOCK_WORK", BLOCK_WORK)
 # a sum keep their own constants <!-- not a claim: how the plot is read -->. If an answer has the right order, its curve follows the
 # points. (This cell measures your own `block` and draws your answers: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Measured depth (top) and work (bottom) of one block as $T$ (left) or $J$ (right) doubles from 64, with your `BLOCK_TIME` and `BLOCK_WORK` scaled by one fitted constant (lines). A right answer's line runs through the points."}}
 from attnlab.fits import fit, spread
 from attnlab.profiler import parallel_time
 from attnlab.symbolic import parse_answer
@@ -840,7 +845,7 @@ def verdict(what: str, answer: object, name: str) -> tuple[list[float], str] | N
 
 
 if doublings:
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    fig, axes = plt.subplots(2, 2, figsize=(8.5, 6.8))
     for col, name in enumerate(sweeps):
         xs = [sizes[name] for sizes in sweeps[name]]
         for row, (what, answer_name) in enumerate((("depth", "BLOCK_TIME"),
@@ -855,9 +860,10 @@ if doublings:
                 print(f"{answer_name} = {answer!r} as {name} doubles: {reading}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("linear" if what == "depth" else "log")
-            ax.set_xlabel(f"{name} (the other {base})")
+            other = "J" if name == "T" else "T"
+            ax.set_xlabel(f"{name}, with {other} = {base}")
             ax.set_ylabel(what)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=9)
     fig.suptitle("One block (log sums): measured depth and work against your answers")
     plt.tight_layout()
     plt.show()
@@ -915,7 +921,7 @@ if doublings:
 # meta tensors <!-- claim: ch7-attention-share -->. On a CPU the timing runs on one thread, as in Chapter 1: one processor,
 # whose time follows the work.
 
-# %%
+# %% mystnb={"figure": {"caption": "Time of one block against $T$, with the attention of Problem 7.2 and with PyTorch's fused kernel in its place (points: medians; bars: the middle half of the runs). The gap between the two lines is what the fused kernel saves."}}
 from contextlib import contextmanager
 
 from torch.nn.functional import scaled_dot_product_attention
@@ -951,7 +957,8 @@ timing_Ts = [] if is_grading() else ([2048, 4096, 8192, 16384] if device.type ==
 timing_params = {name: w.to(device, dtype)
                  for name, w in random_weights(torch.Generator().manual_seed(7), J, H, K, K,
                                                4 * J).items()}
-ran = {"your attention": MATH, "scaled_dot_product_attention": MATH}  # the kernel each block ran
+# the kernel each block ran
+ran = {"attention (Problem 7.2)": MATH, "scaled_dot_product_attention": MATH}
 block_runs = {name: [] for name in ran}
 all_threads = torch.get_num_threads()
 torch.set_num_threads(1 if device.type == "cpu" else all_threads)
@@ -959,7 +966,7 @@ with torch.no_grad():
     for T in timing_Ts:
         M = torch.randn(T, J, device=device, dtype=dtype)
         for name in ran:
-            with attention_by(attention if name == "your attention" else fused_attention):
+            with attention_by(attention if name == "attention (Problem 7.2)" else fused_attention):
                 ran[name] = attention_backend(block, M, timing_params, H, K)
                 block_runs[name].append(run_times(block, M, timing_params, H, K, repeats=7,
                                                   warmup=1))
@@ -978,9 +985,9 @@ if timing_Ts:
                           for name in ran))
     for k, T in enumerate(timing_Ts):
         fused, yours = (statistics.median(block_runs[name][k])
-                        for name in ("scaled_dot_product_attention", "your attention"))
+                        for name in ("scaled_dot_product_attention", "attention (Problem 7.2)"))
         print(f"T = {T:5d}: the block with the fused kernel takes "
-              f"{fused / yours:.2f} of the time of the block with your attention"
+              f"{fused / yours:.2f} of the time of the block with attention (Problem 7.2)"
               )  # claim: ch7-timing
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name in ran:
