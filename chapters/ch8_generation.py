@@ -68,7 +68,14 @@ from torch import nn
 from attnlab.grading import is_grading
 from attnlab.kernels import largest_tensor
 from attnlab.profiler import parallel_time
-from attnlab.testing import Explained, expect_answer, expect_close, expect_equations, expect_like, expect_shape
+from attnlab.testing import (
+    Explained,
+    expect_answer,
+    expect_close,
+    expect_equations,
+    expect_like,
+    expect_shape,
+)
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print("active device:", device)
@@ -96,7 +103,8 @@ def layer_norm(M: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor) -> torc
 
 def feed_forward(M: torch.Tensor, params: dict[str, torch.Tensor]) -> torch.Tensor:
     """M[..., J] -> [..., J]: Chapter 7's feed-forward layer, by PyTorch's own functions."""
-    return F.linear(torch.relu(F.linear(M, params["W1"], params["beta1"])), params["W2"], params["beta2"])
+    return F.linear(torch.relu(F.linear(M, params["W1"], params["beta1"])), params["W2"],
+                    params["beta2"])
 
 
 def causal_block(M: torch.Tensor, params: dict[str, torch.Tensor], H: int, K: int) -> torch.Tensor:
@@ -105,25 +113,31 @@ def causal_block(M: torch.Tensor, params: dict[str, torch.Tensor], H: int, K: in
     T = M.shape[0]
     I = (params["W"].shape[0] - 2 * H * K) // H
     P = F.linear(layer_norm(M, params["gain1"], params["shift1"]), params["W"])  # [T, H(2K+I)]
-    Query, Key, Value = (x.reshape(T, H, -1).transpose(0, 1) for x in P.split([H * K, H * K, H * I], dim=1))
+    Query, Key, Value = (x.reshape(T, H, -1).transpose(0, 1)
+                         for x in P.split([H * K, H * K, H * I], dim=1))
     V = F.scaled_dot_product_attention(Query, Key, Value, is_causal=True)  # [H, T, I]
     Mid = M + F.linear(V.transpose(0, 1).reshape(T, H * I), params["WO"])
     return Mid + feed_forward(layer_norm(Mid, params["gain2"], params["shift2"]), params)
 
 
 def block_shapes(J: int, H: int) -> dict[str, tuple[int, ...]]:
-    """The shapes of one block's parameters with K = I = J/H (so H(2K+I) = 3J) and 4J hidden units."""
-    return {"W": (3 * J, J), "WO": (J, J), "gain1": (J,), "shift1": (J,), "gain2": (J,), "shift2": (J,),
+    """The shapes of one block's parameters with K = I = J/H (so H(2K+I) = 3J) and 4J hidden
+    units."""
+    return {"W": (3 * J, J), "WO": (J, J), "gain1": (J,), "shift1": (J,), "gain2": (J,),
+            "shift2": (J,),
             "W1": (4 * J, J), "beta1": (4 * J,), "W2": (J, 4 * J), "beta2": (J,)}
 
 
 def step_work(step, J: int, H: int, t: int) -> int:
-    """The profiler's work count of step(m[J], Key[H,t,K], Value[H,t,K], params, H, K) with K = J/H, on meta tensors."""
-    return int(parallel_time(step, (J,), (H, t, J // H), (H, t, J // H), block_shapes(J, H), H, J // H).work)
+    """The profiler's work count of step(m[J], Key[H,t,K], Value[H,t,K], params, H, K) with K = J/H,
+    on meta tensors."""
+    return int(parallel_time(step, (J,), (H, t, J // H), (H, t, J // H), block_shapes(J, H), H,
+                             J // H).work)
 
 
 def largest_allocation(attention, H: int, T: int, K: int, tile: int) -> int:
-    """The entries of the largest tensor attention(Query, Key, Value[H,T,K], tile, causal=True) allocates (meta)."""
+    """The entries of the largest tensor attention(Query, Key, Value[H,T,K], tile, causal=True)
+    allocates (meta)."""
     Query, Key, Value = (torch.empty(H, T, K, device="meta") for _ in range(3))
     return int(largest_tensor(attention, Query, Key, Value, tile, True))
 
@@ -149,7 +163,8 @@ def largest_allocation(attention, H: int, T: int, K: int, tile: int) -> int:
 # %% nbgrader={"grade": false, "grade_id": "generate_without_cache", "locked": true, "schema_version": 3, "solution": false}
 def generate_without_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor]], T: int, H: int,
                            K: int) -> torch.Tensor:
-    """m0[J] -> M[T, J]: each step runs the causal stack on every position so far; the last output is the next row."""
+    """m0[J] -> M[T, J]: each step runs the causal stack on every position so far; the last output
+    is the next row."""
     M = m0[None]
     for _ in range(T - 1):
         out = M
@@ -161,6 +176,9 @@ def generate_without_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor
 
 # %% nbgrader={"grade": false, "grade_id": "nocache_cost", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in L, T and J.
+# Your answers, in this form:
+# NOCACHE_WORK = "..."
+# NOCACHE_TIME = "..."
 ### BEGIN SOLUTION
 NOCACHE_WORK = "L*(T^3*J + T^2*J^2)"
 NOCACHE_TIME = "L*T*(log(T) + log(J))"
@@ -210,25 +228,31 @@ hidden_check("ch8.NOCACHE_TIME", NOCACHE_TIME)
 # recomputes what the cache holds loses the cell even when its values are right <!-- not a claim: how the cell is graded -->.
 
 # %% nbgrader={"grade": false, "grade_id": "block_step", "locked": false, "schema_version": 3, "solution": true}
-def block_step(m: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, params: dict[str, torch.Tensor], H: int,
+def block_step(m: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
+               params: dict[str, torch.Tensor], H: int,
                K: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """m[J], the cache Key[H, t, K], Value[H, t, I] -> (output[J], Key[H, t+1, K], Value[H, t+1, I])."""
+    """m[J], the cache Key[H, t, K], Value[H, t, I] -> (output[J], Key[H, t+1, K], Value[H, t+1,
+    I])."""
     ### BEGIN SOLUTION
     I = Value.shape[-1]
-    p = F.linear(layer_norm(m, params["gain1"], params["shift1"]), params["W"])  # [H(2K+I)]: one row's projections
+    # [H(2K+I)]: one row's projections
+    p = F.linear(layer_norm(m, params["gain1"], params["shift1"]), params["W"])
     query, key, value = p.split([H * K, H * K, H * I])
     Key = torch.cat([Key, key.reshape(H, 1, K)], dim=1)
     Value = torch.cat([Value, value.reshape(H, 1, I)], dim=1)
-    s = torch.einsum("hk,hTk->hT", query.reshape(H, K), Key) / math.sqrt(K)  # the new position's scores
+    # the new position's scores
+    s = torch.einsum("hk,hTk->hT", query.reshape(H, K), Key) / math.sqrt(K)
     alpha = torch.softmax(s, dim=-1)
     V = torch.einsum("hT,hTi->hi", alpha, Value)
     mid = m + F.linear(V.reshape(H * I), params["WO"])
-    return mid + feed_forward(layer_norm(mid, params["gain2"], params["shift2"]), params), Key, Value
+    return mid + feed_forward(layer_norm(mid, params["gain2"], params["shift2"]),
+                              params), Key, Value
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_step", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible tests: step by step along a random sequence, against the causal block on the whole sequence.
+# Visible tests: step by step along a random sequence, against the causal block on the whole
+# sequence.
 g = torch.Generator().manual_seed(0)
 T, H, K, I = 5, 2, 3, 4
 J = H * I
@@ -243,16 +267,21 @@ for t in range(T):
     out, Key, Value = got
     expect_shape(out, (J,), f"the output of block_step at position {t}")
     expect_shape(Key, (H, t + 1, K), f"the cache's keys after position {t}",
-                 hint="Append the new position's key to the cache: Key grows by one position per step.")
+                 hint="Append the new position's key to the "
+                      "cache: Key grows by one position per step.")
     expect_shape(Value, (H, t + 1, I), f"the cache's values after position {t}")
     expect_like(out, M, "block_step")
     if t == 0 and torch.allclose(out, M[0]):
-        raise Explained("block_step returns its input unchanged at position 0: the block adds both parts to m.")
+        raise Explained("block_step returns its input unchanged at "
+                        "position 0: the block adds both parts to m.")
     expect_close(out, full[t], f"block_step at position {t}, against causal_block(M)[{t}]",
-                 hint="Position t reads itself and every cached position; scale the scores by 1/sqrt(K).")
-# The cache holds what the step computed for each position: the keys and values of Chapter 7's projection.
+                 hint="Position t reads itself and every cached "
+                      "position; scale the scores by 1/sqrt(K).")
+# The cache holds what the step computed for each position: the keys and values of Chapter 7's
+# projection.
 P = F.linear(layer_norm(M, params["gain1"], params["shift1"]), params["W"])
-expect_close(Key, P[:, H * K:2 * H * K].reshape(T, H, K).transpose(0, 1), "the cache's keys after the last step",
+expect_close(Key, P[:, H * K:2 * H * K].reshape(T, H, K).transpose(0, 1),
+             "the cache's keys after the last step",
              hint="Row h*K + k of W's key block is head h's coordinate k, as in Chapter 7.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -289,6 +318,10 @@ def generate_with_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor]],
 
 # %% nbgrader={"grade": false, "grade_id": "cache_cost", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in L, T and J.
+# Your answers, in this form:
+# CACHE_WORK = "..."
+# CACHE_TIME = "..."
+# CACHE_MEMORY = "..."
 ### BEGIN SOLUTION
 CACHE_WORK = "L*(T^2*J + T*J^2)"
 CACHE_TIME = "L*T*(log(T) + log(J))"
@@ -329,7 +362,7 @@ hidden_check("ch8.CACHE_MEMORY", CACHE_MEMORY)
 # order lies on the points in every sweep; one of another order misses them in some sweep <!-- not a claim: how the fit is read; the solutions edition asserts it for the reference and each wrong answer -->. (This
 # cell measures your `block_step` and draws your answers: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Generating $T$ rows: measured work, depth and cache size (points) as each size grows, with your answers fitted term by term (lines; the legend says how far each misses). A right answer's line runs through the points of every panel."}}
 from attnlab.fits import fit_terms
 
 GEN_H = 2
@@ -341,19 +374,22 @@ gen_sweeps = [] if is_grading() else [
 
 
 def measure_generation(L: int, T: int, J: int) -> dict[str, float]:
-    """Work and depth of generating T rows with L blocks without and with the cache, and the caches' numbers."""
+    """Work and depth of generating T rows with L blocks without and with the cache, and the caches'
+    numbers."""
     blocks, K = [block_shapes(J, GEN_H)] * L, J // GEN_H
     without = parallel_time(generate_without_cache, (J,), blocks, T, GEN_H, K)
     cached = parallel_time(lambda *a: generate_with_cache(*a)[0], (J,), blocks, T, GEN_H, K)
     meta = [{n: torch.empty(s, device="meta") for n, s in b.items()} for b in blocks]
     _, caches = generate_with_cache(torch.empty(J, device="meta"), meta, T, GEN_H, K)
     return {"NOCACHE_WORK": without.work, "NOCACHE_TIME": without.depth, "CACHE_WORK": cached.work,
-            "CACHE_TIME": cached.depth, "CACHE_MEMORY": sum(Key.numel() + Value.numel() for Key, Value in caches)}
+            "CACHE_TIME": cached.depth,
+            "CACHE_MEMORY": sum(Key.numel() + Value.numel() for Key, Value in caches)}
 
 
-gen_measured = {name: [measure_generation(**sizes) for sizes in sweep] for name, sweep in gen_sweeps}
+gen_measured = {name: [measure_generation(**sizes) for sizes in sweep]
+                for name, sweep in gen_sweeps}
 if gen_sweeps:
-    fig, axes = plt.subplots(len(QUANTITIES), len(gen_sweeps), figsize=(11, 14))
+    fig, axes = plt.subplots(len(QUANTITIES), len(gen_sweeps), figsize=(8.5, 11))
     for col, (name, sweep) in enumerate(gen_sweeps):
         xs = [sizes[name] for sizes in sweep]
         for row, q in enumerate(QUANTITIES):
@@ -369,31 +405,38 @@ if gen_sweeps:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log" if q.endswith(("WORK", "MEMORY")) else "linear")
             ax.set_title(q, fontsize=10)
-            ax.set_xlabel(name + "  (" + ", ".join(f"{k} = {v}" for k, v in sweep[0].items() if k != name) + ")")
-            ax.legend(fontsize=8)
-    fig.suptitle("Generating T rows: measured work, depth and cache size, your answers fitted term by term")
+            ax.set_xlabel(name + "  ("
+                          + ", ".join(f"{k} = {v}" for k, v in sweep[0].items() if k != name) + ")")
+            ax.legend(fontsize=9)
+    fig.suptitle("Generating T rows: measured work, depth and "
+                 "cache size, your answers fitted term by term")
     plt.tight_layout()
     plt.show()
 
 # %% tags=["solutions-only"]
-# Each measured quantity against the reference answer and against every wrong answer of its question in the mistakes
-# corpus: the reference follows the points in every sweep, each wrong answer misses them in some sweep.
+# Each measured quantity against the reference answer and against every wrong answer of its question
+# in the mistakes corpus: the reference follows the points in every sweep, each wrong answer misses
+# them in some sweep.
 if gen_sweeps:
     from solutions.mistakes import wrong_answers
 
     def follows(q: str, answer: str) -> tuple[bool, float]:
         """Whether `answer` follows q's measurements in every sweep, and its largest miss."""
-        fits = [fit_terms([m[q] for m in gen_measured[name]], sweep, answer) for name, sweep in gen_sweeps]
+        fits = [fit_terms([m[q] for m in gen_measured[name]], sweep,
+                          answer) for name, sweep in gen_sweeps]
         return all(f.follows for f in fits), max(f.miss for f in fits)
 
     for q in QUANTITIES:
         ok, miss = follows(q, globals()[q])
-        print(f"{q}: the reference {globals()[q]!r} misses by at most {miss:.1%}")  # claim: ch8-fits-printed
+        print(f"{q}: the reference {globals()[q]!r} "
+              f"misses by at most {miss:.1%}")  # claim: ch8-fits-printed
         assert ok, f"the reference {q} follows the measurements"  # claim: ch8-measured
         for mistake in wrong_answers("ch8", q):
             ok, miss = follows(q, mistake)
-            print(f"  the wrong {mistake!r} misses by up to {miss:.1%}")  # claim: ch8-misses-printed
-            assert not ok, f"the wrong {q} = {mistake!r} misses the measurements"  # claim: ch8-discriminates
+            print(f"  the wrong {mistake!r} "
+                  f"misses by up to {miss:.1%}")  # claim: ch8-misses-printed
+            assert not ok, \
+                f"the wrong {q} = {mistake!r} misses the measurements"  # claim: ch8-discriminates
 
 # %% [markdown]
 # In the plot, the work without the cache grows a power of $T$ faster than with it, while
@@ -435,8 +478,10 @@ if gen_sweeps:
 # $1/\sqrt K$; with `causal`, position $t$ reads $t' \le t$ only.
 
 # %% nbgrader={"grade": false, "grade_id": "grouped_attention", "locked": false, "schema_version": 3, "solution": true}
-def grouped_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """Query[H, T, K], Key[Hkv, T, K], Value[Hkv, T, I] -> V[H, T, I]: query head h reads key/value head h*Hkv // H."""
+def grouped_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
+                      causal: bool = False) -> torch.Tensor:
+    """Query[H, T, K], Key[Hkv, T, K], Value[Hkv, T, I] -> V[H, T, I]: query head h reads key/value
+    head h*Hkv // H."""
     ### BEGIN SOLUTION
     H, T, K = Query.shape
     group = H // Key.shape[0]  # query heads per key/value head
@@ -453,23 +498,33 @@ def grouped_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tenso
 g = torch.Generator().manual_seed(1)
 H, Hkv, T, K, I = 6, 2, 5, 3, 4
 Query = torch.randn(H, T, K, generator=g, dtype=torch.float64)
-Key, Value = torch.randn(Hkv, T, K, generator=g, dtype=torch.float64), torch.randn(Hkv, T, I, generator=g, dtype=torch.float64)
+Key, Value = torch.randn(Hkv, T, K, generator=g, dtype=torch.float64), \
+    torch.randn(Hkv, T, I, generator=g, dtype=torch.float64)
 for causal in (False, True):
     out = grouped_attention(Query, Key, Value, causal)
-    expect_shape(out, (H, T, I), f"grouped_attention(Query[6,5,3], Key[2,5,3], Value[2,5,4], causal={causal})")
+    expect_shape(out, (H, T, I),
+                 f"grouped_attention(Query[6,5,3], Key[2,5,3], Value[2,5,4], causal={causal})")
     expect_like(out, Query, "grouped_attention")
-    heads_of = [h * Hkv // H for h in range(H)]  # query heads 0, 1, 2 read key/value head 0; 3, 4, 5 head 1
+    # query heads 0, 1, 2 read key/value head 0; 3, 4, 5 head 1
+    heads_of = [h * Hkv // H for h in range(H)]
     interleaved = F.scaled_dot_product_attention(Query, Key[[h % Hkv for h in range(H)]],
-                                                 Value[[h % Hkv for h in range(H)]], is_causal=causal)
+                                                 Value[[h % Hkv for h in range(H)]],
+                                                 is_causal=causal)
     if torch.allclose(out, interleaved):
-        raise Explained("Query head h reads key/value head h % Hkv in yours: the heads of a group are consecutive, "
-                        "so query heads 0..H/Hkv-1 share key/value head 0 (repeat_interleave, not repeat).")
-    expect_close(out, F.scaled_dot_product_attention(Query, Key[heads_of], Value[heads_of], is_causal=causal),
+        raise Explained("Query head h reads key/value head h % Hkv in yours: the "
+                        "heads of a group are consecutive, so query heads 0..H/Hkv-1 "
+                        "share key/value head 0 (repeat_interleave, not repeat).")
+    expect_close(
+        out,
+        F.scaled_dot_product_attention(Query, Key[heads_of], Value[heads_of], is_causal=causal),
                  f"grouped_attention(..., causal={causal})",
-                 hint="Query head h reads key/value head h * Hkv // H; scale the scores by 1/sqrt(K).")
+                 hint="Query head h reads key/value head h * "
+                      "Hkv // H; scale the scores by 1/sqrt(K).")
 # Hkv = H is Chapter 7's attention, one key/value head per query head.
-Key6, Value6 = torch.randn(H, T, K, generator=g, dtype=torch.float64), torch.randn(H, T, I, generator=g, dtype=torch.float64)
-expect_close(grouped_attention(Query, Key6, Value6, True), F.scaled_dot_product_attention(Query, Key6, Value6, is_causal=True),
+Key6, Value6 = torch.randn(H, T, K, generator=g, dtype=torch.float64), \
+    torch.randn(H, T, I, generator=g, dtype=torch.float64)
+expect_close(grouped_attention(Query, Key6, Value6, True),
+             F.scaled_dot_product_attention(Query, Key6, Value6, is_causal=True),
              "grouped_attention with Hkv = H")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -485,6 +540,8 @@ hidden_check("ch8.grouped_attention", grouped_attention)
 
 # %% nbgrader={"grade": false, "grade_id": "grouped_memory", "locked": false, "schema_version": 3, "solution": true}
 # An expression in L, T, H, Hkv and K.
+# Your answer, in this form:
+# GROUPED_MEMORY = "..."
 ### BEGIN SOLUTION
 GROUPED_MEMORY = "L*T*Hkv*K"
 ### END SOLUTION
@@ -594,22 +651,30 @@ Vtnew[t,i] = exp(mu[t] - munew[t]) * Vt[t,i] + sum_u exp(s[t,u] - munew[t]) * Va
 # Visible tests: the form of your equations, then their value on a case worked out by hand.
 from attnlab.equations import evaluate
 
-expect_equations(ONLINE_SOFTMAX, inputs={"s": "T,U", "Value": "U,I", "mu": "T", "munew": "T", "Z": "T", "Vt": "T,I"},
+expect_equations(
+    ONLINE_SOFTMAX,
+    inputs={"s": "T,U", "Value": "U,I", "mu": "T", "munew": "T", "Z": "T", "Vt": "T,I"},
                  defines={"Znew": "T", "Vtnew": "T,I"}, what="Problem 8.6, ONLINE_SOFTMAX")
-# By hand, one query, I = 1: seen so far one key of score 0 and value 2 (mu = 0, Z = 1, Vt = 2); the tile has two
-# keys of scores ln 3 and 0 with values 4 and 1, so munew = ln 3. Rescaled: Z -> 1/3, Vt -> 2/3; the tile adds
-# 1 + 1/3 to Z and 4 + 1/3 to Vt: Znew = 5/3, Vtnew = 5, and Vtnew / Znew = 3, the softmax's average of 2, 4, 1.
+# By hand, one query, I = 1: seen so far one key of score 0 and value 2 (mu = 0, Z = 1, Vt = 2); the
+# tile has two keys of scores ln 3 and 0 with values 4 and 1, so munew = ln 3. Rescaled: Z -> 1/3,
+# Vt -> 2/3; the tile adds 1 + 1/3 to Z and 4 + 1/3 to Vt: Znew = 5/3, Vtnew = 5, and Vtnew / Znew =
+# 3, the softmax's average of 2, 4, 1.
 hand = {"s": torch.tensor([[math.log(3.0), 0.0]], dtype=torch.float64),
-        "Value": torch.tensor([[4.0], [1.0]], dtype=torch.float64), "mu": torch.tensor([0.0], dtype=torch.float64),
-        "munew": torch.tensor([math.log(3.0)], dtype=torch.float64), "Z": torch.tensor([1.0], dtype=torch.float64),
+        "Value": torch.tensor([[4.0], [1.0]], dtype=torch.float64),
+        "mu": torch.tensor([0.0], dtype=torch.float64),
+        "munew": torch.tensor([math.log(3.0)], dtype=torch.float64),
+        "Z": torch.tensor([1.0], dtype=torch.float64),
         "Vt": torch.tensor([[2.0]], dtype=torch.float64)}
 got = evaluate(ONLINE_SOFTMAX, hand)
 if torch.allclose(got["Znew"], torch.tensor([7 / 3], dtype=torch.float64)):
-    raise Explained("Your Znew on the hand-checked case is 7/3 = 1 + 1 + 1/3: the old sum Z was not rescaled by "
-                    "exp(mu - munew) when the maximum grew.")
-expect_close(got["Znew"], torch.tensor([5 / 3], dtype=torch.float64), "your Znew on the hand-checked case (5/3)",
-             hint="Rescale the old sum to the new maximum, exp(mu - munew) * Z, then add the tile's exp(s - munew).")
-expect_close(got["Vtnew"], torch.tensor([[5.0]], dtype=torch.float64), "your Vtnew on the hand-checked case (5)",
+    raise Explained("Your Znew on the hand-checked case is 7/3 = 1 + 1 + 1/3: the old "
+                    "sum Z was not rescaled by exp(mu - munew) when the maximum grew.")
+expect_close(got["Znew"], torch.tensor([5 / 3], dtype=torch.float64),
+             "your Znew on the hand-checked case (5/3)",
+             hint="Rescale the old sum to the new maximum, exp(mu - "
+                  "munew) * Z, then add the tile's exp(s - munew).")
+expect_close(got["Vtnew"], torch.tensor([[5.0]], dtype=torch.float64),
+             "your Vtnew on the hand-checked case (5)",
              hint="The same rescaling for Vt, then add the tile's exp(s - munew) * Value.")
 ### BEGIN HIDDEN TESTS
 from attnlab.grading import hidden_check
@@ -631,7 +696,8 @@ hidden_check("ch8.ONLINE_SOFTMAX", ONLINE_SOFTMAX)
 # %% nbgrader={"grade": false, "grade_id": "tiled_attention", "locked": false, "schema_version": 3, "solution": true}
 def tiled_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor, tile: int,
                     causal: bool = False) -> torch.Tensor:
-    """Query[H, T, K], Key[H, T, K], Value[H, T, I] -> V[H, T, I], the keys read `tile` at a time (online softmax)."""
+    """Query[H, T, K], Key[H, T, K], Value[H, T, I] -> V[H, T, I], the keys read `tile` at a time
+    (online softmax)."""
     ### BEGIN SOLUTION
     H, T, K = Query.shape
     mu = Query.new_full((H, T), -math.inf)  # the largest score seen so far
@@ -644,7 +710,8 @@ def tiled_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
         if causal:
             s = s.masked_fill(t[:, None] < t[None, keys], -math.inf)
         munew = torch.maximum(mu, s.amax(dim=-1))
-        safe = torch.where(torch.isinf(munew), torch.zeros_like(munew), munew)  # no key read yet: every weight 0
+        # no key read yet: every weight 0
+        safe = torch.where(torch.isinf(munew), torch.zeros_like(munew), munew)
         rescale = torch.exp(mu - safe)
         p = torch.exp(s - safe[..., None])
         Z = rescale * Z + p.sum(dim=-1)
@@ -655,27 +722,32 @@ def tiled_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor,
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_tiled_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Visible tests: against PyTorch's attention, for tiles that divide T and tiles that do not, with and without the mask.
+# Visible tests: against PyTorch's attention, for tiles that divide T and tiles that do not, with
+# and without the mask.
 g = torch.Generator().manual_seed(2)
 H, T, K, I = 2, 7, 3, 4
-Query, Key = torch.randn(H, T, K, generator=g, dtype=torch.float64), torch.randn(H, T, K, generator=g, dtype=torch.float64)
+Query, Key = torch.randn(H, T, K, generator=g, dtype=torch.float64), \
+    torch.randn(H, T, K, generator=g, dtype=torch.float64)
 Value = torch.randn(H, T, I, generator=g, dtype=torch.float64)
 for tile in (1, 3, 7, 10):
     for causal in (False, True):
         out = tiled_attention(Query, Key, Value, tile, causal)
-        expect_shape(out, (H, T, I), f"tiled_attention(Query[2,7,3], ..., tile={tile}, causal={causal})")
+        expect_shape(out, (H, T, I),
+                     f"tiled_attention(Query[2,7,3], ..., tile={tile}, causal={causal})")
         expect_like(out, Query, "tiled_attention")
         if not torch.isfinite(out).all():
-            raise Explained(f"tiled_attention(..., tile={tile}, causal={causal}) has NaN or inf: a tile in which a "
-                            "query may read no key has a maximum of -inf, and exp(-inf - (-inf)) is NaN; and a "
-                            "query must read its own position (t' <= t), or row 0 reads nothing at all.")
+            raise Explained(f"tiled_attention(..., tile={tile}, causal={causal}) has NaN or "
+                            "inf: a tile in which a query may read no key has a maximum of "
+                            "-inf, and exp(-inf - (-inf)) is NaN; and a query must read "
+                            "its own position (t' <= t), or row 0 reads nothing at all.")
         expect_close(out, F.scaled_dot_product_attention(Query, Key, Value, is_causal=causal),
                      f"tiled_attention(..., tile={tile}, causal={causal})",
-                     hint="Rescale Z and Vt by exp(mu - munew) whenever the maximum grows; divide by Z at the end.")
+                     hint="Rescale Z and Vt by exp(mu - munew) whenever "
+                          "the maximum grows; divide by Z at the end.")
 big = tiled_attention(1e4 * Query, Key, Value, 3, True)
 if not torch.isfinite(big).all():
-    raise Explained("tiled_attention is not finite for scores near 1e4: exp(1e4) overflows. Subtract the running "
-                    "maximum before every exponential.")
+    raise Explained("tiled_attention is not finite for scores near 1e4: exp(1e4) "
+                    "overflows. Subtract the running maximum before every exponential.")
 expect_close(big, F.scaled_dot_product_attention(1e4 * Query, Key, Value, is_causal=True),
              "tiled_attention with scores near 1e4", rtol=1e-6, atol=1e-6)
 ### BEGIN HIDDEN TESTS
@@ -692,6 +764,8 @@ hidden_check("ch8.tiled_attention_memory", functools.partial(largest_allocation,
 
 # %% nbgrader={"grade": false, "grade_id": "tiled_memory", "locked": false, "schema_version": 3, "solution": true}
 # An expression in H, T, K and Ttile.
+# Your answer, in this form:
+# TILED_MEMORY = "..."
 ### BEGIN SOLUTION
 TILED_MEMORY = "H*T*(Ttile + K)"
 ### END SOLUTION
@@ -710,9 +784,10 @@ hidden_check("ch8.TILED_MEMORY", TILED_MEMORY)
 # stores the scores, as $T$ doubles; your `TILED_MEMORY` is drawn fitted term by term as
 # above <!-- not a claim: what the plot shows -->. (This cell measures your own `tiled_attention`: run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "The largest tensor of one causal attention call on meta tensors as each size grows: einsum attention's (squares) and your `tiled_attention`'s (points), with your `TILED_MEMORY` fitted (line). Compare how the two grow as $T$ doubles."}}
 def einsum_attention(Query: torch.Tensor, Key: torch.Tensor, Value: torch.Tensor) -> torch.Tensor:
-    """Query, Key[H, T, K], Value[H, T, I] -> V[H, T, I] through the whole score tensor s[H, T, T]."""
+    """Query, Key[H, T, K], Value[H, T, I] -> V[H, T, I] through the whole score tensor s[H, T,
+    T]."""
     s = torch.einsum("htk,hTk->htT", Query, Key) / math.sqrt(Query.shape[-1])
     return torch.einsum("htT,hTi->hti", torch.softmax(s, dim=-1), Value)
 
@@ -721,16 +796,20 @@ mem_sweeps = [] if is_grading() else [
     ("T", [dict(H=4, T=T, K=32, Ttile=64) for T in (512, 1024, 2048, 4096, 8192)]),
     ("Ttile", [dict(H=4, T=4096, K=32, Ttile=b) for b in (64, 128, 256, 512, 1024)]),
     ("K", [dict(H=4, T=4096, K=K, Ttile=16) for K in (64, 128, 256, 512, 1024)])]
-tiled_largest = {name: [largest_allocation(tiled_attention, s["H"], s["T"], s["K"], s["Ttile"]) for s in sweep]
+tiled_largest = {name: [largest_allocation(tiled_attention, s["H"], s["T"], s["K"],
+                                           s["Ttile"]) for s in sweep]
                  for name, sweep in mem_sweeps}
-einsum_largest = [largest_tensor(einsum_attention, *(torch.empty(s["H"], s["T"], s["K"], device="meta") for _ in range(3)))
+einsum_largest = [largest_tensor(
+    einsum_attention, *(torch.empty(s["H"], s["T"], s["K"], device="meta") for _ in range(3)))
                   for s in dict(mem_sweeps).get("T", [])]
 if mem_sweeps:
     Ts = [s["T"] for s in dict(mem_sweeps)["T"]]
     for k in range(1, len(Ts)):
-        print(f"T = {Ts[k]}: the largest tensor grew x{tiled_largest['T'][k] / tiled_largest['T'][k - 1]:.2f} "
-              f"(tiled), x{einsum_largest[k] / einsum_largest[k - 1]:.2f} (einsum) per doubling")  # claim: ch8-growth
-    fig, axes = plt.subplots(1, len(mem_sweeps), figsize=(12, 4))
+        print(f"T = {Ts[k]}: the largest tensor grew "
+              f"x{tiled_largest['T'][k] / tiled_largest['T'][k - 1]:.2f} (tiled), "
+              f"x{einsum_largest[k] / einsum_largest[k - 1]:.2f} (einsum) "
+              "per doubling")  # claim: ch8-growth
+    fig, axes = plt.subplots(len(mem_sweeps), 1, figsize=(8, 3.6 * len(mem_sweeps)))
     axes[0].plot(Ts, einsum_largest, "s-", label="einsum attention (stores s[h, t, t'])")
     for ax, (name, sweep) in zip(axes, mem_sweeps):
         xs = [s[name] for s in sweep]
@@ -740,12 +819,14 @@ if mem_sweeps:
         except Exception as exc:  # an unanswered or malformed answer: nothing to draw
             print(f"TILED_MEMORY not drawn: {exc}")
         else:
-            ax.plot(xs, fitted.curve, "-", label=f"your TILED_MEMORY, fitted: off by {fitted.miss:.0%}")
+            ax.plot(xs, fitted.curve, "-",
+                    label=f"your TILED_MEMORY, fitted: off by {fitted.miss:.0%}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel(name + "  (" + ", ".join(f"{k} = {v}" for k, v in sweep[0].items() if k != name) + ")")
+        ax.set_xlabel(name + "  ("
+                      + ", ".join(f"{k} = {v}" for k, v in sweep[0].items() if k != name) + ")")
         ax.set_ylabel("entries of the largest tensor")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     fig.suptitle("The largest tensor of one causal attention call, on meta tensors")
     plt.tight_layout()
     plt.show()
@@ -754,16 +835,21 @@ if mem_sweeps:
 if mem_sweeps:
     from solutions.mistakes import wrong_answers
 
-    assert all(b / a == 4 for a, b in zip(einsum_largest, einsum_largest[1:])), "einsum: x4 per doubling"  # claim: ch8-growth-einsum
-    assert all(b / a == 2 for a, b in zip(tiled_largest["T"], tiled_largest["T"][1:])), "tiled: x2 per doubling"  # claim: ch8-growth-tiled
+    assert all(b / a == 4 for a, b in zip(einsum_largest, einsum_largest[1:])), \
+        "einsum: x4 per doubling"  # claim: ch8-growth-einsum
+    assert all(b / a == 2 for a, b in zip(tiled_largest["T"], tiled_largest["T"][1:])), \
+        "tiled: x2 per doubling"  # claim: ch8-growth-tiled
 
     def follows_memory(answer: str) -> bool:
         """Whether `answer` follows the tiled largest tensor in every sweep."""
-        return all(fit_terms(tiled_largest[name], sweep, answer).follows for name, sweep in mem_sweeps)
+        return all(fit_terms(tiled_largest[name], sweep,
+                             answer).follows for name, sweep in mem_sweeps)
 
-    assert follows_memory(TILED_MEMORY), "the reference TILED_MEMORY follows the measurements"  # claim: ch8-tiled-measured
+    assert follows_memory(TILED_MEMORY), \
+        "the reference TILED_MEMORY follows the measurements"  # claim: ch8-tiled-measured
     for mistake in wrong_answers("ch8", "TILED_MEMORY"):
-        assert not follows_memory(mistake), f"the wrong TILED_MEMORY = {mistake!r} misses"  # claim: ch8-tiled-discriminates
+        assert not follows_memory(mistake), \
+            f"the wrong TILED_MEMORY = {mistake!r} misses"  # claim: ch8-tiled-discriminates
 
 # %% [markdown]
 # The run above prints how the largest tensor grows as $T$ doubles <!-- claim: ch8-growth -->:
@@ -818,7 +904,8 @@ GRAMMAR = grammar.GRAMMAR
 
 
 class TinyDecoder(nn.Module):
-    """Word vectors E[w, j] plus a vector per position, L causal blocks, a last LN, scores E . state."""
+    """Word vectors E[w, j] plus a vector per position, L causal blocks, a last LN, scores E .
+    state."""
 
     def __init__(self, n_words: int, J: int = 32, H: int = 2, L: int = 2, T_max: int = 20) -> None:
         super().__init__()
@@ -826,9 +913,9 @@ class TinyDecoder(nn.Module):
         self.E = nn.Parameter(0.3 * torch.randn(n_words, J))
         self.position = nn.Parameter(0.3 * torch.randn(T_max, J))
         g = torch.Generator().manual_seed(0)
-        self.blocks = nn.ModuleList(nn.ParameterDict({n: nn.Parameter(w) for n, w in
-                                                      random_weights(g, J, H, J // H, J // H, 2 * J, torch.float32).items()})
-                                    for _ in range(L))
+        drawn = (random_weights(g, J, H, J // H, J // H, 2 * J, torch.float32) for _ in range(L))
+        self.blocks = nn.ModuleList(nn.ParameterDict({n: nn.Parameter(w) for n, w in p.items()})
+                                    for p in drawn)
         self.gain, self.shift = nn.Parameter(torch.ones(J)), nn.Parameter(torch.zeros(J))
 
     def scores(self, state: torch.Tensor) -> torch.Tensor:
@@ -836,7 +923,8 @@ class TinyDecoder(nn.Module):
         return torch.log_softmax(layer_norm(state, self.gain, self.shift) @ self.E.T, dim=-1)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids[..., T] -> log P(next word)[..., T, n_words], every position in one pass (vmap over a batch)."""
+        """ids[..., T] -> log P(next word)[..., T, n_words], every position in one pass (vmap over a
+        batch)."""
         M = self.E[ids] + self.position[:ids.shape[-1]]
         for params in self.blocks:
             step = functools.partial(causal_block, params=dict(params), H=self.H, K=self.K)
@@ -844,9 +932,11 @@ class TinyDecoder(nn.Module):
         return self.scores(M)
 
     def greedy(self, first: int, T: int, cached: bool) -> list[int]:
-        """T word ids from `first` on, the likeliest word at each step: every prefix rerun, or one step on caches."""
+        """T word ids from `first` on, the likeliest word at each step: every prefix rerun, or one
+        step on caches."""
         ids = [first]
-        caches = [(self.E.new_zeros(self.H, 0, self.K), self.E.new_zeros(self.H, 0, self.K)) for _ in self.blocks]
+        caches = [(self.E.new_zeros(self.H, 0, self.K),
+                   self.E.new_zeros(self.H, 0, self.K)) for _ in self.blocks]
         with torch.no_grad():
             while len(ids) < T:
                 if cached:
@@ -882,23 +972,28 @@ if not is_grading():
     for cached in (False, True):
         decoded[cached] = model.greedy(grammar.BOS, 20, cached)
     print("\n".join(f"greedy, {how}: " + " ".join(GRAMMAR.vocab[i] for i in decoded[cached])
-                    for how, cached in (("every prefix rerun", False), ("with the cache    ", True))))  # claim: ch8-words
+                    for how, cached in (("every prefix rerun", False),
+                                        ("with the cache    ", True))))  # claim: ch8-words
     torch.set_num_threads(threads)
 
 # %% tags=["solutions-only"]
 if decoded:
-    assert decoded[True] == decoded[False], "the same words with and without the cache"  # claim: ch8-same-words
+    assert decoded[True] == decoded[False], \
+        "the same words with and without the cache"  # claim: ch8-same-words
 
-# %% tags=["answer-output"]
-step_Ts = [] if is_grading() else ([256, 512, 1024, 2048] if device.type == "cuda" else [64, 128, 256, 512])
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Time per generated word against its position: rerunning the whole prefix, and one step with the cache. Compare how each grows as the position doubles."}}
+step_Ts = [] if is_grading() else ([256, 512, 1024, 2048] if device.type == "cuda"
+                                   else [64, 128, 256, 512])
 per_word = {"every prefix rerun": [], "with the cache": []}
 if step_Ts:
     J, H = 256, 4
     K = J // H
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    timing_blocks = [{n: w.to(device, dtype) for n, w in random_weights(torch.Generator().manual_seed(3 + n), J, H, K, K,
-                                                                       4 * J).items()} for n in range(2)]
-    backend = attention_backend(causal_block, torch.randn(8, J, device=device, dtype=dtype), timing_blocks[0], H, K)
+    timing_blocks = [{n: w.to(device, dtype)
+                      for n, w in random_weights(torch.Generator().manual_seed(3 + n), J, H, K, K,
+                                                 4 * J).items()} for n in range(2)]
+    backend = attention_backend(causal_block, torch.randn(8, J, device=device, dtype=dtype),
+                                timing_blocks[0], H, K)
     with torch.no_grad():
         for T in step_Ts:
             M = torch.randn(T, J, device=device, dtype=dtype)
@@ -919,13 +1014,17 @@ if step_Ts:
                     x = block_step(x, Key, Value, params, H, K)[0]
                 return x
 
-            per_word["every prefix rerun"].append(statistics.median(run_times(rerun, repeats=5, warmup=1)))
-            per_word["with the cache"].append(statistics.median(run_times(one_step, repeats=5, warmup=1)))
+            per_word["every prefix rerun"].append(
+                statistics.median(run_times(rerun, repeats=5, warmup=1)))
+            per_word["with the cache"].append(
+                statistics.median(run_times(one_step, repeats=5, warmup=1)))
     for T, a, b in zip(step_Ts, *per_word.values()):
-        print(f"word {T}: {a * 1e3:.2f} ms rerunning the prefix, {b * 1e3:.2f} ms with the cache")  # claim: ch8-per-word
+        print(f"word {T}: {a * 1e3:.2f} ms rerunning the prefix, "
+              f"{b * 1e3:.2f} ms with the cache")  # claim: ch8-per-word
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name, times in per_word.items():
-        ax.plot(step_Ts, times, "o-", label=f"{name}" + (f" (attention: {backend})" if "rerun" in name else ""))
+        ax.plot(step_Ts, times, "o-",
+                label=f"{name}" + (f" (attention: {backend})" if "rerun" in name else ""))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("position t of the word generated")

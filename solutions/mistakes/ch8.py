@@ -38,10 +38,11 @@ WRONG = [
            "the depth of one parallel pass: the steps are sequential"),
     Assign("nocache_cost", "NOCACHE_TIME", "L*T^2", ("test_nocache_time",),
            "the softmax's sum counted serially and the steps too"),
-    Patch("block_step", " / math.sqrt(K)  # the new position's scores", "  # the new position's scores",
+    Patch("block_step", "query.reshape(H, K), Key) / math.sqrt(K)", "query.reshape(H, K), Key)",
           ("test_block_step",), "scores not scaled by 1/sqrt(K)"),
     Patch("block_step", "Key = torch.cat([Key, key.reshape(H, 1, K)], dim=1)\n"
-          "    Value = torch.cat([Value, value.reshape(H, 1, I)], dim=1)\n    s =", "s =", ("test_block_step",),
+          "    Value = torch.cat([Value, value.reshape(H, 1, I)], dim=1)\n    # the new position's scores\n    s =",
+          "# the new position's scores\n    s =", ("test_block_step",),
           "the new position's own key and value left out of the cache (it cannot read itself)"),
     Wrong("block_step", RECOMPUTE, ("test_block_step",),
           "the whole prefix rerun at every step: right values, work per step growing with t J^2"),
