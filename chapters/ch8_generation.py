@@ -562,14 +562,18 @@ hidden_check("ch8.GROUPED_MEMORY", GROUPED_MEMORY)
 # drawn fitted term by term, as in Section 8.3. (This cell runs your `grouped_attention`:
 # run it yourself.)
 
-# %% tags=["answer-output"]
+# %% tags=["answer-output"] mystnb={"figure": {"caption": "Numbers in the caches of grouped-query decoding as each size grows, the others at their base (points), with your `GROUPED_MEMORY` fitted term by term (lines). A right answer's line runs through the points of every panel."}}
 def grouped_cache_numbers(L: int, T: int, H: int, Hkv: int, K: int) -> int:
-    """Numbers in the caches of L blocks after decoding T positions with grouped heads (meta tensors)."""
-    caches = [(torch.empty(Hkv, 0, K, device="meta"), torch.empty(Hkv, 0, K, device="meta")) for _ in range(L)]
+    """Numbers in the caches of L blocks after decoding T positions with grouped heads (meta
+    tensors)."""
+    caches = [(torch.empty(Hkv, 0, K, device="meta"),
+               torch.empty(Hkv, 0, K, device="meta")) for _ in range(L)]
     for _ in range(T):
         for n, (Key, Value) in enumerate(caches):
-            Key, Value = (torch.cat([x, torch.empty(Hkv, 1, K, device="meta")], dim=1) for x in (Key, Value))
-            grouped_attention(torch.empty(H, 1, K, device="meta"), Key, Value)  # the new position's queries
+            Key, Value = (torch.cat([x, torch.empty(Hkv, 1, K, device="meta")],
+                                    dim=1) for x in (Key, Value))
+            # the new position's queries
+            grouped_attention(torch.empty(H, 1, K, device="meta"), Key, Value)
             caches[n] = (Key, Value)
     return sum(Key.numel() + Value.numel() for Key, Value in caches)
 
@@ -577,11 +581,16 @@ def grouped_cache_numbers(L: int, T: int, H: int, Hkv: int, K: int) -> int:
 GROUPED_BASE = dict(L=2, T=8, H=8, Hkv=2, K=16)
 grouped_sweeps = [] if is_grading() else [
     (name, [GROUPED_BASE | {name: v} for v in values]) for name, values in
-    (("L", (1, 2, 4)), ("T", (4, 8, 16, 32)), ("H", (2, 4, 8, 16)), ("Hkv", (1, 2, 4, 8)), ("K", (8, 16, 32, 64)))]
-grouped_numbers = {name: [grouped_cache_numbers(**sizes) for sizes in sweep] for name, sweep in grouped_sweeps}
+    (("L", (1, 2, 4)), ("T", (4, 8, 16, 32)), ("H", (2, 4, 8, 16)), ("Hkv", (1, 2, 4, 8)),
+     ("K", (8, 16, 32, 64)))]
+grouped_numbers = {name: [grouped_cache_numbers(**sizes) for sizes in sweep]
+                   for name, sweep in grouped_sweeps}
 if grouped_sweeps:
-    fig, axes = plt.subplots(1, len(grouped_sweeps), figsize=(14, 3.4))
-    for ax, (name, sweep) in zip(axes, grouped_sweeps):
+    columns = math.ceil(len(grouped_sweeps) / 2)  # two rows: each panel wide enough to read
+    fig, axes = plt.subplots(2, columns, figsize=(8.5, 5.6))
+    for ax in axes.flat[len(grouped_sweeps):]:
+        ax.axis("off")
+    for ax, (name, sweep) in zip(axes.flat, grouped_sweeps):
         xs = [sizes[name] for sizes in sweep]
         ax.plot(xs, grouped_numbers[name], "o", label="measured")
         try:
@@ -593,9 +602,11 @@ if grouped_sweeps:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(name)
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("numbers in the caches")
-    fig.suptitle("The caches of grouped-query decoding against your GROUPED_MEMORY (the other sizes "
+        ax.legend(fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("numbers in the caches")
+    fig.suptitle("The caches of grouped-query decoding against "
+                 "your GROUPED_MEMORY (the other sizes "
                  + ", ".join(f"{k} = {v}" for k, v in GROUPED_BASE.items()) + ")")
     plt.tight_layout()
     plt.show()
@@ -606,11 +617,14 @@ if grouped_sweeps:
 
     def follows_grouped(answer: str) -> bool:
         """Whether `answer` follows the grouped caches' numbers in every sweep."""
-        return all(fit_terms(grouped_numbers[name], sweep, answer).follows for name, sweep in grouped_sweeps)
+        return all(fit_terms(grouped_numbers[name], sweep,
+                             answer).follows for name, sweep in grouped_sweeps)
 
-    assert follows_grouped(GROUPED_MEMORY), "the reference GROUPED_MEMORY follows"  # claim: ch8-grouped-measured
+    assert follows_grouped(GROUPED_MEMORY), \
+        "the reference GROUPED_MEMORY follows"  # claim: ch8-grouped-measured
     for mistake in wrong_answers("ch8", "GROUPED_MEMORY"):
-        assert not follows_grouped(mistake), f"the wrong {mistake!r} misses"  # claim: ch8-grouped-discriminates
+        assert not follows_grouped(mistake), \
+            f"the wrong {mistake!r} misses"  # claim: ch8-grouped-discriminates
 
 # %% [markdown]
 # The caches grow with $H_{\text{kv}}$, not with $H$: your answer follows the points in every

@@ -119,7 +119,7 @@ def test_every_check_is_used_by_its_chapter() -> None:
 
 
 # The longest code line a chapter may have: what the book's article column shows without scrolling at 1366 px
-# (_static/book.css sets the column and the code's size; tests/test_book_browser.py checks every block fits).
+# (_static/book.css sets the column and the code's size; tests/book/test_book_browser.py checks every block fits).
 CODE_WIDTH = 100
 
 

@@ -1,5 +1,5 @@
 """How a chapter reads as a page (`publish.pages`), what an edition ships (`publish.sphinx.prune`) and the landing
-page (`publish.build.write_landing`), without building the book: tests/test_book_browser.py reads the built pages."""
+page (`publish.build.write_landing`), without building the book: tests/book/test_book_browser.py reads the built pages."""
 from __future__ import annotations
 
 import sys
