@@ -28,6 +28,7 @@ choice and is used as it is (copies of such a course share it).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -123,10 +124,42 @@ def gradebook_url(course_dir: Path, section) -> str:
     return f"sqlite:///{path.as_posix()}"
 
 
+_LOADED: dict[tuple[Path, str], CourseConfig] = {}  # (course, sha256 of its config file) -> what `load` read
+
+
 def load(course_dir: Path) -> CourseConfig:
     """The course's configuration (ConfigError if there is no course there, it records another place, or a
-    policy value is wrong)."""
+    policy value is wrong). A file read before with the same bytes is not executed again (a long-lived process
+    such as the service loads it several times a grading); one that loads other files is read every time."""
     course_dir = Path(course_dir).resolve()
+    before = _config_digest(course_dir)
+    if before is not None and (course_dir, before) in _LOADED:
+        return _fresh(_LOADED[(course_dir, before)])
+    cfg = _load(course_dir)
+    if before is not None and _config_digest(course_dir) == before:
+        if len(_LOADED) >= 64:
+            _LOADED.clear()
+        _LOADED[(course_dir, before)] = cfg
+    return _fresh(cfg)
+
+
+def _config_digest(course_dir: Path) -> str | None:
+    """sha256 of the course's config file, or None if it cannot be read or loads other files (not cached)."""
+    import hashlib
+
+    try:
+        text = (course_dir / CONFIG_NAME).read_bytes()
+    except OSError:
+        return None
+    return None if b"load_subconfig" in text else hashlib.sha256(text).hexdigest()
+
+
+def _fresh(cfg: CourseConfig) -> CourseConfig:
+    """A copy of `cfg` whose dicts are the caller's own."""
+    return dataclasses.replace(cfg, due=dict(cfg.due), limit_settings={k: dict(v) for k, v in cfg.limit_settings.items()})
+
+
+def _load(course_dir: Path) -> CourseConfig:
     c = traitlets(course_dir)
     cd = c.get("CourseDirectory", {})
     db_url = cd.db_url

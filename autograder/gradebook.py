@@ -28,17 +28,59 @@ def venv_bin_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
+_KEPT: dict[tuple[str, str], object] = {}  # (db_url, course_id) -> a SQLAlchemy engine kept open (`kept`)
+_KEEPING = [0]  # how many `kept` scopes are open in this process
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """While open, `open_db` keeps each gradebook's SQLAlchemy engine (its connections and compiled statements)
+    for the next open, instead of building nbgrader's Gradebook (tables inspected and created, course checked)
+    and disposing of it each time: for a long-lived process that opens the same gradebook again and again (the
+    submission service). Every open still gets a session of its own, which reads what the database holds now."""
+    _KEEPING[0] += 1
+    try:
+        yield
+    finally:
+        _KEEPING[0] -= 1
+        if not _KEEPING[0]:
+            engines = list(_KEPT.values())
+            _KEPT.clear()
+            for engine in engines:
+                engine.dispose()
+
+
 @contextmanager
 def open_db(db_url: str, course_id: str) -> Iterator:  # -> nbgrader.api.Gradebook
-    """nbgrader's Gradebook at `db_url`, closed on exit."""
+    """nbgrader's Gradebook at `db_url`, closed on exit (its engine kept for the next open inside `kept`)."""
     from nbgrader.api import Gradebook
 
     venv_bin_on_path()
-    gb = Gradebook(db_url, course_id=course_id)
+    engine = _KEPT.get((db_url, course_id)) if _KEEPING[0] else None
+    if engine is None:
+        gb = Gradebook(db_url, course_id=course_id)
+        if _KEEPING[0]:
+            _KEPT[(db_url, course_id)] = gb.engine
+    else:
+        gb = _reopened(Gradebook, engine, course_id)
     try:
         yield gb
     finally:
-        gb.close()
+        if _KEEPING[0] and _KEPT.get((db_url, course_id)) is gb.engine:
+            gb.db.remove()  # the session ends; the engine stays for the next open
+        else:
+            gb.close()
+
+
+def _reopened(cls, engine, course_id: str):  # -> nbgrader.api.Gradebook
+    """A Gradebook on a kept engine: a fresh session, as nbgrader's constructor makes one, and no schema work."""
+    from sqlalchemy.orm import scoped_session, sessionmaker
+
+    gb = cls.__new__(cls)
+    gb.engine = engine
+    gb.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+    gb.course_id, gb.authenticator = course_id, None
+    return gb
 
 
 @contextmanager

@@ -225,16 +225,21 @@ _CHECK_CALL = re.compile(rf"""\b{HIDDEN_CHECK}\(\s*["']([\w.\-]+)["']""")
 
 def hidden_check_names(source: str) -> list[str]:
     """The hidden checks `source` calls (hidden_check("name", ...)), in order, without repeats."""
+    return list(_hidden_check_names(source))
+
+
+@functools.lru_cache(maxsize=4096)  # a grader reads the same source cells for every notebook it grades
+def _hidden_check_names(source: str) -> tuple[str, ...]:
     try:
         tree = ast.parse(source)
     except SyntaxError:  # a cell with IPython syntax: the call's literal form is enough
-        return list(dict.fromkeys(_CHECK_CALL.findall(source)))
+        return tuple(dict.fromkeys(_CHECK_CALL.findall(source)))
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == HIDDEN_CHECK \
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             names.append((node.lineno, node.col_offset, node.args[0].value))
-    return list(dict.fromkeys(name for *_, name in sorted(names)))
+    return tuple(dict.fromkeys(name for *_, name in sorted(names)))
 
 
 # ---------------------------------------------------------------- whole notebooks

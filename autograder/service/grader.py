@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import config, courselock, gradinglog
+from autograder import config, courselock, gradebook, gradinglog
 from autograder.course import Course, CourseError
 from autograder.engine.scheduler import Engine
 from autograder.service import settings as settings_mod
@@ -82,6 +82,10 @@ class Grader:
             self.engine.close()
 
     def _loop(self) -> None:
+        with gradebook.kept():  # the gradebook's engine stays open between rounds (its schema work paid once)
+            self._rounds()
+
+    def _rounds(self) -> None:
         while not self.stopping.is_set():
             batch = []
             while (a := self.store.next_queued()) is not None:

@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +88,8 @@ def has_gradebook(course_dir: Path) -> bool:
 def durable_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that it survives a crash the moment this returns: a temporary file in the same
     folder, fsync, rename over `path`, fsync of the folder (the rename itself)."""
+    if _holds(path, data):  # already there (a round places each attempt again): made durable, not written again
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -99,6 +102,25 @@ def durable_write(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a plain file holding `data`, then synced to disk with its folder entry."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size != len(data):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as f:
+            if f.read(len(data) + 1) != data:
+                return False
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+    return True
 
 
 def fsync_dir(folder: Path) -> None:
