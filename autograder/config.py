@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,8 +146,6 @@ def load(course_dir: Path) -> CourseConfig:
 
 def _config_digest(course_dir: Path) -> str | None:
     """sha256 of the course's config file, or None if it cannot be read or loads other files (not cached)."""
-    import hashlib
-
     try:
         text = (course_dir / CONFIG_NAME).read_bytes()
     except OSError:

@@ -74,11 +74,11 @@ def open_db(db_url: str, course_id: str) -> Iterator:  # -> nbgrader.api.Gradebo
 
 def _reopened(cls, engine, course_id: str):  # -> nbgrader.api.Gradebook
     """A Gradebook on a kept engine: a fresh session, as nbgrader's constructor makes one, and no schema work."""
-    from sqlalchemy.orm import scoped_session, sessionmaker
+    from nbgrader import api as nbgrader_api  # its session factories, as its constructor uses them
 
     gb = cls.__new__(cls)
     gb.engine = engine
-    gb.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+    gb.db = nbgrader_api.scoped_session(nbgrader_api.sessionmaker(autoflush=True, bind=engine, future=True))
     gb.course_id, gb.authenticator = course_id, None
     return gb
 

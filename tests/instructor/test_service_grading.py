@@ -201,8 +201,11 @@ def test_in_a_browser_sign_in_upload_result_wrong_token_oversize_and_the_limit(s
 
     def submitted(button) -> None:
         """Click a form's button and wait for the next page (the old one gone)."""
-        button.click()
-        WebDriverWait(drv, GRADE_S).until(expected_conditions.staleness_of(button))
+        from selenium.common.exceptions import WebDriverException
+
+        button.click()  # chromedriver may answer "Node ... does not belong to the document" mid-navigation: asked again
+        WebDriverWait(drv, GRADE_S, ignored_exceptions=(WebDriverException,)).until(
+            expected_conditions.staleness_of(button))
 
     def sign_in(token: str) -> None:
         drv.delete_all_cookies()
