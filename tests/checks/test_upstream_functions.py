@@ -115,7 +115,7 @@ class _nothing:
 
 def test_the_same_through_the_wire_as_the_engine_sends_it() -> None:
     trials = J.make_trials(NAME, seed=7)
-    sent = wire.decode(wire.encode(trials))  # what the sandboxed notebook receives
+    sent = wire.decode(wire.encode(J.sent(NAME, trials)))  # what the sandboxed notebook receives (public parts)
     for sa_right, composition, passes in CASES:
         ns = notebook(sa_right, composition)
         outcomes = []
