@@ -224,6 +224,7 @@ def generation_panels(question: str) -> list[Panel]:
     return [([m[question] for _, m in points], [s for s, _ in points]) for points in generation_sweeps().values()]
 
 
+@functools.cache
 def tiled_panels() -> list[Panel]:
     """Section 8.5: the largest tensor of the reference tiled_attention (causal, meta tensors) along T, Ttile and K."""
     import solutions.ch8 as reference
