@@ -72,7 +72,8 @@ def public_text(notebooks: Iterable[nbformat.NotebookNode], pages: Iterable[Path
 
 def _phrases(markdown: str, min_words: int = 6) -> list[str]:
     """Runs of plain prose in a markdown cell (no math, markup or quotes), as rendered HTML shows them."""
-    markdown = re.sub(r"<!--.*?-->", " ", markdown, flags=re.S)  # authoring comments: no page shows them
+    # authoring comments, with the spaces before them, as the pages drop them (publish.pages): no page shows them
+    markdown = re.sub(r"[ \t]*<!--.*?-->", "", markdown, flags=re.S)
     text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\[[^\]]*\]\([^)]*\)", "|", markdown, flags=re.S)
     runs = re.split(r"[^A-Za-z0-9 ,;:()\n-]+|\n\s*\n|--", text)
     return [_normalise(r) for r in runs if len(r.split()) >= min_words]
