@@ -316,6 +316,18 @@ def generate_with_cache(m0: torch.Tensor, blocks: list[dict[str, torch.Tensor]],
     return torch.stack(rows), caches
 
 
+def measure_generation(L: int, T: int, J: int, H: int = 2) -> dict[str, int]:
+    """Work and depth of generating T rows with L blocks (K = I = J/H) without and with the cache,
+    and the caches' numbers, on meta tensors (Section 8.3; the tests read the same)."""
+    blocks, K = [block_shapes(J, H)] * L, J // H
+    without = parallel_time(generate_without_cache, (J,), blocks, T, H, K)
+    cached = parallel_time(lambda *a: generate_with_cache(*a)[0], (J,), blocks, T, H, K)
+    meta = [{n: torch.empty(s, device="meta") for n, s in b.items()} for b in blocks]
+    _, caches = generate_with_cache(torch.empty(J, device="meta"), meta, T, H, K)
+    return {"NOCACHE_WORK": without.work, "NOCACHE_TIME": without.depth, "CACHE_WORK": cached.work,
+            "CACHE_TIME": cached.depth,
+            "CACHE_MEMORY": sum(Key.numel() + Value.numel() for Key, Value in caches)}
+
 # %% nbgrader={"grade": false, "grade_id": "cache_cost", "locked": false, "schema_version": 3, "solution": true}
 # Expressions in L, T and J.
 # Your answers, in this form:
@@ -365,25 +377,11 @@ hidden_check("ch8.CACHE_MEMORY", CACHE_MEMORY)
 # %% tags=["answer-output"] mystnb={"figure": {"caption": "Generating $T$ rows: measured work, depth and cache size (points) as each size grows, with your answers fitted term by term (lines; the legend says how far each misses). A right answer's line runs through the points of every panel."}}
 from attnlab.fits import fit_terms
 
-GEN_H = 2
 QUANTITIES = ("NOCACHE_WORK", "CACHE_WORK", "NOCACHE_TIME", "CACHE_TIME", "CACHE_MEMORY")
 gen_sweeps = [] if is_grading() else [
     ("T", [dict(L=1, T=T, J=16) for T in (8, 16, 32, 64, 128, 256)]),
     ("J", [dict(L=1, T=16, J=J) for J in (32, 64, 128, 256, 512, 1024, 2048)]),
     ("L", [dict(L=L, T=16, J=32) for L in (1, 2, 3, 4, 6, 8)])]
-
-
-def measure_generation(L: int, T: int, J: int) -> dict[str, float]:
-    """Work and depth of generating T rows with L blocks without and with the cache, and the caches'
-    numbers."""
-    blocks, K = [block_shapes(J, GEN_H)] * L, J // GEN_H
-    without = parallel_time(generate_without_cache, (J,), blocks, T, GEN_H, K)
-    cached = parallel_time(lambda *a: generate_with_cache(*a)[0], (J,), blocks, T, GEN_H, K)
-    meta = [{n: torch.empty(s, device="meta") for n, s in b.items()} for b in blocks]
-    _, caches = generate_with_cache(torch.empty(J, device="meta"), meta, T, GEN_H, K)
-    return {"NOCACHE_WORK": without.work, "NOCACHE_TIME": without.depth, "CACHE_WORK": cached.work,
-            "CACHE_TIME": cached.depth,
-            "CACHE_MEMORY": sum(Key.numel() + Value.numel() for Key, Value in caches)}
 
 
 gen_measured = {name: [measure_generation(**sizes) for sizes in sweep]

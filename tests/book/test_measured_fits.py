@@ -198,26 +198,14 @@ def spatial_panels() -> list[Panel]:
 @functools.cache
 def generation_sweeps() -> dict[str, list[tuple[Sizes, dict[str, int]]]]:
     """Section 8.3 on smaller sweeps: the work and depth of generating T rows with L blocks (H = 2, K = I = J/H)
-    without and with the cache, and the caches' numbers, along T (L = 1, J = 16), J (L = 1, T = 8) and L (T = 8,
-    J = 32): (sizes, measurements)."""
-    import torch
-
+    without and with the cache, and the caches' numbers (the chapter's `measure_generation`), along T (L = 1,
+    J = 8), J (L = 1, T = 8) and L (T = 8, J = 32): (sizes, measurements)."""
     import solutions.ch8 as reference
-    from attnlab.profiler import parallel_time
-
-    def measure(L: int, T: int, J: int) -> dict[str, int]:
-        blocks, K = [reference.block_shapes(J, 2)] * L, J // 2
-        without = parallel_time(reference.generate_without_cache, (J,), blocks, T, 2, K)
-        cached = parallel_time(lambda *a: reference.generate_with_cache(*a)[0], (J,), blocks, T, 2, K)
-        meta = [{n: torch.empty(s, device="meta") for n, s in b.items()} for b in blocks]
-        _, caches = reference.generate_with_cache(torch.empty(J, device="meta"), meta, T, 2, K)
-        return {"NOCACHE_WORK": without.work, "NOCACHE_TIME": without.depth, "CACHE_WORK": cached.work,
-                "CACHE_TIME": cached.depth, "CACHE_MEMORY": sum(k.numel() + v.numel() for k, v in caches)}
 
     sweeps = {"T": [{"L": 1, "T": T, "J": 8} for T in (8, 16, 32, 64)],
               "J": [{"L": 1, "T": 8, "J": J} for J in (32, 64, 128, 256)],
               "L": [{"L": L, "T": 8, "J": 32} for L in (1, 2, 3)]}
-    return {name: [(s, measure(**s)) for s in points] for name, points in sweeps.items()}
+    return {name: [(s, reference.measure_generation(**s)) for s in points] for name, points in sweeps.items()}
 
 
 def generation_panels(question: str) -> list[Panel]:
