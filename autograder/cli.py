@@ -280,8 +280,23 @@ def _limit(value: object) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _credit(course_dir: Path) -> dict[tuple[str, str], tuple[int, float]]:
+    """(student, chapter) -> (attempt number, credit) of each graded upload to the service, where service.toml's
+    [credit] decays (autograder.service.views.credit_in_gradebook; empty otherwise)."""
+    from autograder.service import views
+
+    return views.credit_in_gradebook(course_dir)
+
+
+def _credit_note(credit: dict[tuple[str, str], tuple[int, float]]) -> str:
+    below = sum(share < 1 for _, share in credit.values())
+    return (f"scores are credited (service.toml's [credit]): {below} student chapter(s) below full credit, their "
+            "points times their attempt's credit" if below else "")
+
+
 def cmd_gradebook(args: argparse.Namespace) -> int:
-    """The gradebook: student x assignment totals (final, after late penalties), late work, files not placed."""
+    """The gradebook: student x assignment totals (final: after late penalties, times the credit), late work, credit
+    below full, files not placed."""
     from autograder.collect import Manifest
 
     course = Course(args.course)
@@ -297,6 +312,8 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
         _print(f"\nnothing graded yet in {args.course}: place the files above (collect them again, or with "
                "--pattern), then `autograder grade`")
         return 0
+    credit = _credit(args.course)
+    cls.credit = {k: share for k, (_, share) in credit.items()}
     assignments, max_by, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     unplaced, notes = course.unplaced(), course.notes(cls)
     rows = []
@@ -306,7 +323,8 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
                      notes.get(student, "")])
     headers = ["student"] + [f"{a} /{max_by[a]:g}" for a in assignments] + [f"total /{sum(max_by.values()):g}", "note"]
     _print(table(headers, rows, title=f"gradebook of {args.course} ({len(rows)} students; - = no submission, "
-                                      "* = some cells not scored yet (manual grading), L = late)"))
+                                      "* = some cells not scored yet (manual grading), L = late, C = credited below "
+                                      "full)"))
     late_rows = [[t.student, t.assignment, t.lateness.describe(), f"{t.raw_score:g}", late.points_lost(t.penalty),
                   f"{t.score:g}"]
                  for (_, a), t in sorted(totals.items()) if t.lateness and t.lateness.late]
@@ -314,6 +332,12 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
         _print()
         _print(table(["student", "chapter", "lateness", "raw", "penalty", "final"], late_rows,
                      title=f"late work (policy: {cls.late_policy.describe()})"))
+    credit_rows = [[s, a, str(credit[s, a][0]), f"{t.raw_score - t.penalty:g}", f"{t.credit:.4g}", f"{t.score:g}"]
+                   for (s, a), t in sorted(totals.items()) if (s, a) in credit and t.credit < 1 and t.status != "missing"]
+    if credit_rows:
+        _print()
+        _print(table(["student", "chapter", "attempt", "points", "credit", "final"], credit_rows,
+                     title=_credit_note(credit)))
     if unplaced:
         _print()
         _print(table(["student", "file", "why it was not placed"],
@@ -325,14 +349,18 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
 def _gradebook_cell(t) -> str:
     if t.status == "missing":
         return "-"
-    return f"{t.score:g}" + ("*" if t.status == "ungraded" else "") + ("L" if t.lateness and t.lateness.late else "")
+    return (f"{t.score:g}" + ("*" if t.status == "ungraded" else "") + ("L" if t.lateness and t.lateness.late else "")
+            + ("C" if t.credit < 1 else ""))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write grades to a CSV file (totals, per-cell, or Canvas's gradebook import)."""
+    credit = _credit(args.course)
     done = Course(args.course).export(args.format, Path(args.output), args.cells, _parse_canvas_ids(args.canvas_id),
-                                      args.canvas_gradebook, args.missing)
+                                      args.canvas_gradebook, args.missing, {k: share for k, (_, share) in credit.items()})
     say = (lambda text: print(text, file=sys.stderr)) if args.output == "-" else _print  # stdout holds the CSV
+    if _credit_note(credit) and not args.cells:
+        say(_credit_note(credit) + " (the credit column)")
     where = "standard output" if args.output == "-" else done.path
     if args.format == "canvas":
         say(f"wrote {done.rows} student rows for Canvas to {where}")

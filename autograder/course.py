@@ -773,11 +773,13 @@ class Course:
                                   Path(out) if out else self.root / f"{assignment}_feedback_{lms}.zip")
 
     def export(self, fmt: str, out: Path, cells: bool = False, canvas_ids: dict[str, str] | None = None,
-               canvas_gradebook: Path | None = None, missing: str = "blank") -> Exported:
+               canvas_gradebook: Path | None = None, missing: str = "blank",
+               credit: dict[tuple[str, str], float] | None = None) -> Exported:
         """Grades to a CSV file ('-': standard output): totals (`csv`), one row per graded cell (`csv`, `cells`),
         or Canvas's import, its assignment ids from `canvas_ids` and/or a gradebook CSV exported from Canvas (whose
         names, SIS ids and sections it then uses); a missing submission blank (Canvas keeps its grade) or `missing`
-        'zero'."""
+        'zero'. `credit`: (student, assignment) -> the share of its points the graded attempt earns (the service's
+        decaying credit; `grades.Class.credit`)."""
         from autograder import export
 
         if fmt not in ("csv", "canvas"):
@@ -789,6 +791,7 @@ class Course:
         if missing not in ("blank", "zero"):
             raise CourseError(f"--missing is blank or zero, not {missing!r}")
         cls = self.grades()
+        cls.credit = dict(credit or {})
         out = Path(out)
         if fmt != "canvas":
             return Exported(export.write_cells(cls, out) if cells else export.write_totals(cls, out), out)

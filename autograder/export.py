@@ -1,7 +1,8 @@
 """Grades out of the gradebook: a plain CSV, per-cell CSV, or a CSV Canvas's gradebook imports.
 
-Scores are final (the raw score less the late penalty); every file shows lateness, the
-penalty and the raw score beside the final one.
+Scores are final (the raw score less the late penalty, times the attempt's credit where the
+service's credit decays: service.toml's [credit]); every file shows lateness, the penalty, the
+credit and the raw score beside the final one.
 
 Canvas's importer (canvas-lms lib/gradebook_importer.rb) needs a header whose first
 column contains "Student" and second "ID", with the student-information columns ending
@@ -69,7 +70,8 @@ def unquote(text: str) -> str:
 
 
 def write_totals(cls: Class, path: Path) -> int:
-    """One row per student and notebook: final score, raw score, late penalty, lateness, status."""
+    """One row per student and notebook: final score, raw score, late penalty, lateness, status, credit (the share of
+    its points the graded attempt earns: 1 but under the service's decaying credit)."""
     rows = []
     for t in cls.totals():
         info = cls.submitted.get((t.student, t.assignment))
@@ -82,9 +84,10 @@ def write_totals(cls: Class, path: Path) -> int:
                      _stamp(info.timestamp) if info and not missing else "",
                      "" if late is None else ("yes" if late.late else "no"),
                      "" if late is None or not late.late or late.seconds is None or late.seconds <= 0
-                     else f"{late.seconds / 86400:.2f}"])
+                     else f"{late.seconds / 86400:.2f}",
+                     "" if missing else f"{t.credit:.4g}"])
     return write_csv(path, ["student_id", "assignment", "notebook", "score", "max_score", "status", "raw_score",
-                         "late_penalty", "due", "submitted_at", "late", "days_late"], rows)
+                         "late_penalty", "due", "submitted_at", "late", "days_late", "credit"], rows)
 
 
 def cls_due(cls: Class, assignment: str):
@@ -106,16 +109,19 @@ def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = Non
                  people: dict[str, list[str]] | None = None) -> int:
     """Canvas gradebook import: one row per student, a column per assignment (final score; a missing submission blank,
     which leaves Canvas's grade as it is, or 0 with `missing='zero'`), and read-only columns with the raw score, late
-    penalty and lateness of every assignment with late work. `people` (Canvas user id -> its Student, ID, SIS User ID,
+    penalty and lateness of every assignment with late work, and the credit of every assignment with an attempt
+    below full credit. `people` (Canvas user id -> its Student, ID, SIS User ID,
     SIS Login ID and Section, from Canvas's own gradebook CSV) names each student as Canvas does; with 'zero', a
     person it lists who submitted nothing at all gets a row of zeros."""
     canvas_ids, people = canvas_ids or {}, people or {}
     assignments, max_by_assignment, totals = cls.assignments(), cls.assignment_max(), cls.assignment_totals()
     with_late = [a for a in assignments if any(t.lateness and t.lateness.late for (_, b), t in totals.items() if b == a)]
     header = CANVAS_STUDENT_COLUMNS + [f"{a} ({canvas_ids[a]})" if a in canvas_ids else a for a in assignments]
+    with_credit = [a for a in assignments if any(t.credit < 1 for (_, b), t in totals.items() if b == a)]
     header += [f"{a} {what}" for a in with_late for what in ("raw score", "late penalty", "lateness")]
+    header += [f"{a} credit" for a in with_credit]
     points = ["    Points Possible", "", "", "", ""] + [_num(max_by_assignment[a]) for a in assignments]
-    rows = [points + [READ_ONLY] * (3 * len(with_late))]
+    rows = [points + [READ_ONLY] * (3 * len(with_late) + len(with_credit))]
     none = "0" if missing == "zero" else ""
     seen = set()
     for student in sorted(cls.students):
@@ -131,9 +137,11 @@ def write_canvas(cls: Class, path: Path, canvas_ids: dict[str, str] | None = Non
             gone = t.status == "missing"
             extra += ["" if gone else _num(t.raw_score), "" if gone else _num(t.penalty),
                       t.lateness.describe() if t.lateness and not gone else ""]
+        extra += ["" if totals[student, a].status == "missing" else f"{totals[student, a].credit:.4g}" for a in with_credit]
         rows.append(who + scores + extra)
     if missing == "zero":  # Canvas's students who never submitted anything: not in the course's gradebook at all
-        rows += [people[i] + ["0"] * len(assignments) + [""] * (3 * len(with_late)) for i in sorted(people) if i not in seen]
+        rows += [people[i] + ["0"] * len(assignments) + [""] * (3 * len(with_late) + len(with_credit))
+                 for i in sorted(people) if i not in seen]
     return write_csv(path, header, rows) - 1
 
 

@@ -55,7 +55,7 @@ class Submitted:
 @dataclass
 class NotebookTotal:
     """One student's total on one notebook; status 'graded', 'ungraded' or 'missing'. `score` is the final
-    score (raw score less the late penalty), `raw_score` what the cells scored."""
+    score (raw score less the late penalty, times the attempt's credit), `raw_score` what the cells scored."""
 
     student: str
     assignment: str
@@ -65,12 +65,14 @@ class NotebookTotal:
     status: str
     raw_score: float = 0.0
     penalty: float = 0.0
+    credit: float = 1.0
 
 
 @dataclass(frozen=True)
 class AssignmentTotal:
     """One student's total on one assignment (all its notebooks): 'graded', 'ungraded' (some cell not
-    scored yet) or 'missing' (nothing submitted). `score` is final, `raw_score` before the late penalty."""
+    scored yet) or 'missing' (nothing submitted). `score` is final, `raw_score` before the late penalty and the
+    credit."""
 
     student: str
     assignment: str
@@ -80,6 +82,7 @@ class AssignmentTotal:
     raw_score: float = 0.0
     penalty: float = 0.0
     lateness: Lateness | None = None
+    credit: float = 1.0
 
 
 @dataclass
@@ -92,6 +95,9 @@ class Class:
     cells: list[CellGrade] = field(default_factory=list)
     submitted: dict[tuple[str, str], Submitted] = field(default_factory=dict)  # (student, assignment) ->
     late_policy: LatePolicy = LatePolicy()
+    # (student, assignment) -> the share of its points the graded attempt earns (the service's decaying credit,
+    # service.views.credit_in_gradebook, set by the command that shows it); 1 where absent
+    credit: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def totals(self) -> list[NotebookTotal]:
         """A total for every student and notebook, graded or not."""
@@ -109,7 +115,9 @@ class Class:
                 raw = sum(c.score or 0.0 for c in cells)
                 info = self.submitted.get((student, assignment))
                 penalty = min(raw, info.penalties.get(notebook, 0.0)) if info else 0.0
-                out.append(NotebookTotal(student, assignment, notebook, raw - penalty, max_score, status, raw, penalty))
+                credit = self.credit.get((student, assignment), 1.0)
+                out.append(NotebookTotal(student, assignment, notebook, (raw - penalty) * credit, max_score, status,
+                                         raw, penalty, credit))
         return out
 
     def assignments(self) -> list[str]:
@@ -137,7 +145,8 @@ class Class:
                                                        sum(t.max_score for t in ts), status,
                                                        sum(t.raw_score for t in submitted),
                                                        sum(t.penalty for t in submitted),
-                                                       info.lateness if info and submitted else None)
+                                                       info.lateness if info and submitted else None,
+                                                       self.credit.get((student, assignment), 1.0) if submitted else 1.0)
         return out
 
     def graded(self) -> bool:

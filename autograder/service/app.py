@@ -234,6 +234,7 @@ def student_home(request: Request, svc: Service, who: Who, error: str = "", stat
             "due": views.describe_due(mine, cfg.timezone),
             "left": max(0, svc.settings.attempts - len(views.attempts_used(svc.store, svc.settings, who.name,
                                                                                assignment, when))),
+            "next": views.next_attempt(svc.store, svc.settings, who.name, assignment),
             "attempts": [{"id": a.id, "received": a.received_at.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M:%S"),
                           "state": a.state, "counts": counted is not None and a.id == counted.id} for a in attempts],
         })

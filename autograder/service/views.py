@@ -1,15 +1,18 @@
 """What a result shows: one model (`Shown`) that the page and `attnlab.submit` both render, at the tier the
-instructor chose for the chapter and the moment (before the due date, after it, once published)."""
+instructor chose for the chapter and the moment (before the due date, after it, once published); and the
+credit of each attempt (service.toml's [credit]: `settings.Credit.multiplier` of its number, `numbers`)."""
 from __future__ import annotations
 
 import datetime as dt
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from autograder import config, late
+from autograder import config, gradinglog, late
 from autograder.record import attempts as record
 from autograder.record import extensions
-from autograder.service.settings import Settings
+from autograder.service import settings as settings_mod
+from autograder.service.settings import Settings, percent
 from autograder.service.store import Attempt, Store, has_gradebook, now
 
 PHASES = {"before_due": "before the due date", "after_due": "after the due date", "after_published": "grades published"}
@@ -48,6 +51,10 @@ class Shown:
     counts: str = ""
     queue_position: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    number: int | None = None  # the attempt's number for its credit (None: the grader could not grade it)
+    credit: float | None = None  # the share of its points it earns (None: the course's credit does not decay)
+    credited: float | None = None  # its points (less any late penalty) times its credit, at the points tier
+    next_attempt: str = ""  # what the student's next upload of the chapter would earn ('' without decaying credit)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,15 +129,36 @@ def attempts_used(store: Store, settings: Settings, student: str, assignment: st
     return [a for a in store.attempts(student, assignment) if a.received_at > since and a.state != "failed"]
 
 
+ALL = 10**9  # every attempt of a student's chapter (Store.attempts' limit)
+
+
+def numbers(store: Store, student: str, assignment: str) -> dict[str, int]:
+    """Each upload's attempt number (1 = the first): the student's uploads of the chapter in the order they arrived,
+    all of them (not the window's), less those the grader could not grade (failed: they cost no attempt)."""
+    kept = [a for a in reversed(store.attempts(student, assignment, limit=ALL)) if a.state != "failed"]
+    return {a.id: n for n, a in enumerate(kept, 1)}
+
+
+def next_attempt(store: Store, settings: Settings, student: str, assignment: str) -> str:
+    """What the student's next upload would earn, in words ('' when the course's credit does not decay)."""
+    if not settings.credit.decays:
+        return ""
+    n = len(numbers(store, student, assignment)) + 1
+    return f"your next attempt (number {n}) earns {percent(settings.credit.multiplier(n))} of its points"
+
+
 def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student: str, assignment: str) -> Attempt | None:
-    """The graded upload that counts for the grade: the best (service.toml's `final = "best"`), else the one the
-    course's record chooses (the instructor's pin, else the course's rule: `autograder attempts`); None when
-    nothing graded counts yet (or what counts came from elsewhere, such as an LMS download)."""
-    done = [a for a in store.attempts(student, assignment) if a.state == "done" and a.result]
+    """The graded upload that counts for the grade: the best (service.toml's `final = "best"`: the most points times
+    the attempt's credit, the later of two equal), else the one the course's record chooses (the instructor's pin,
+    else the course's rule: `autograder attempts`, whatever its credit); None when nothing graded counts yet (or
+    what counts came from elsewhere, such as an LMS download)."""
+    done = [a for a in store.attempts(student, assignment, limit=ALL) if a.state == "done" and a.result]
     if not done:
         return None
     if settings.final == "best":
-        return max(done, key=lambda a: (a.result.get("score", 0), a.seq))
+        number = numbers(store, student, assignment)
+        return max(done, key=lambda a: (settings.credit.multiplier(number[a.id]) * float(a.result.get("score", 0)),
+                                        a.seq))
     choice = record.graded(store.course_dir, student, assignment, done[0].notebook)
     return next((a for a in done if choice is not None and a.sha256 == choice.attempt.sha256), None)
 
@@ -144,13 +172,16 @@ def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt
     tier = getattr(settings.show_for(a.assignment), ph)
     used = attempts_used(store, settings, a.student, a.assignment, when)
     counted = counting(store, settings, cfg, a.student, a.assignment)
-    attempts = {x.id: n for n, x in enumerate(reversed(store.attempts(a.student, a.assignment)), 1)}
+    number = numbers(store, a.student, a.assignment)
+    credit = settings.credit.multiplier(number[a.id]) if settings.credit.decays and a.id in number else None
     base = dict(id=a.id, assignment=a.assignment, state=a.state, tier=tier, phase=PHASES[ph],
                 later=_later(settings, a.assignment, ph),
                 received=a.received_at.astimezone(cfg.timezone).strftime("%Y-%m-%d %H:%M:%S %Z"),
                 due=describe_due(mine, cfg.timezone),
                 attempts_left=max(0, settings.attempts - len(used)), limits=settings.describe(),
-                counts=f"attempt {attempts[counted.id]} of {len(attempts)}" if counted else "none graded yet")
+                counts=f"attempt {number[counted.id]} of {len(number)}" if counted else "none graded yet",
+                number=number.get(a.id), credit=credit,
+                next_attempt=next_attempt(store, settings, a.student, a.assignment))
     lateness = late.lateness(a.received_at, due, False, cfg.late)
     base["lateness"] = lateness.describe() if due else ""
     if a.pending:
@@ -171,9 +202,39 @@ def shown(store: Store, settings: Settings, cfg: config.CourseConfig, a: Attempt
     extra = {}
     if tier == "points":
         raw, top = float(log.get("score", 0.0)), float(log.get("max_score", 0.0))
-        extra = dict(score=raw, max_score=top, penalty=late.penalty(cfg.late, lateness, raw, top))
+        penalty = late.penalty(cfg.late, lateness, raw, top)
+        extra = dict(score=raw, max_score=top, penalty=penalty,
+                     credited=None if credit is None else (raw - penalty) * credit)
     return Shown(**base, **extra, cells=tuple(cells), message=str(log.get("error") or ""),
                  notes=tuple(str(n) for n in log.get("notes", [])))
+
+
+def credit_in_gradebook(course_dir: Path) -> dict[tuple[str, str], tuple[int, float]]:
+    """(student, chapter) -> (attempt number, credit) of the upload whose points the gradebook holds (the one its
+    grading log's file is: the attempt that counts once `serve --finalize` ran), for each notebook graded from an
+    upload to the service; empty when the course's credit does not decay or it never ran the service. Read only."""
+    course_dir = Path(course_dir)
+    chosen = settings_mod.load(course_dir)
+    if not chosen.credit.decays or not (course_dir / "service" / "service.db").is_file():
+        return {}
+    store = Store(course_dir)
+    out = {}
+    try:
+        cfg = config.load(course_dir)
+        for student, assignment in sorted({(a.student, a.assignment) for a in store.attempts(limit=ALL)}):
+            mine = [a for a in store.attempts(student, assignment, limit=ALL) if a.state != "failed"]
+            log = gradinglog.read(course_dir / "autograded" / student / assignment, mine[0].notebook) if mine else None
+            if log is None:
+                continue
+            same = [a for a in mine if a.sha256 == log.submission_sha256]  # newest first
+            counted = counting(store, chosen, cfg, student, assignment)
+            held = next((a for a in same if counted is not None and a.id == counted.id), same[0] if same else None)
+            if held is not None:
+                n = numbers(store, student, assignment)[held.id]
+                out[student, assignment] = (n, chosen.credit.multiplier(n))
+    finally:
+        store.close()
+    return out
 
 
 def as_text(s: Shown) -> str:
@@ -199,6 +260,11 @@ def as_text(s: Shown) -> str:
         if s.score is not None:
             pen = f", late penalty -{s.penalty:g}" if s.penalty else ""
             lines.append(f"score: {s.score:g}/{s.max_score:g}{pen}")
+    if s.credit is not None:
+        earned = f": {s.credited:g}/{s.max_score:g}" if s.credited is not None else ""
+        lines.append(f"credit: attempt {s.number} earns {percent(s.credit)} of its points{earned}")
+    if s.next_attempt:
+        lines.append(s.next_attempt)
     if s.later:
         lines.append(f"shown later: {s.later}")
     lines.append(f"due: {s.due}; attempts left: {s.attempts_left}; counts: {s.counts}")

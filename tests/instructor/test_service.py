@@ -407,3 +407,82 @@ def test_a_round_waits_while_another_command_holds_the_course_s_lock(client: Cli
         holder.communicate("", timeout=60)
     grader.round([store.next_queued()])  # the lock is free: graded (here: the stub), one try
     assert calls == [("ch1", ["ada"])] and store.attempt(aid).tries == 1
+
+
+# ----------------------------------------------------------------------------- decaying credit
+
+CREDIT = settings_mod.Credit(free=1, decay=0.5, minimum=0.2)
+
+
+def test_the_credit_formula_and_its_settings(course: Path) -> None:
+    """(1 - decay)^(n - free) after the free attempts, never below the floor; every bad value named."""
+    c = settings_mod.Credit(free=2, decay=0.1, minimum=0.5)
+    assert [round(c.multiplier(n), 6) for n in range(1, 10)] == [1, 1, 0.9, 0.81, 0.729, 0.6561, 0.59049, 0.531441, 0.5]
+    assert {settings_mod.Credit().multiplier(n) for n in range(1, 50)} == {1.0}  # off by default
+    assert settings_mod.Credit(free=0, decay=0.5).multiplier(1) == 0.5
+    (course / "service.toml").write_text("[credit]\nfree = 2\ndecay = 0.1\nminimum = 0.5\n")
+    assert settings_mod.load(course).credit == c
+    assert "each later one 10% less than the one before, never less than 50%" in settings_mod.load(course).describe()
+    for bad in ("decay = nan", "decay = inf", "decay = 1", "decay = 1.5", "decay = -0.1", "decay = true", "decay = '0.1'",
+                "free = -1", "free = 1.5", "minimum = 1.5", "minimum = -inf", "minimum = nan", "speed = 2"):
+        (course / "service.toml").write_text(f"[credit]\n{bad}\n")
+        with pytest.raises(settings_mod.SettingsError, match=r"\[credit\]"):
+            settings_mod.load(course)
+    (course / "service.toml").write_text("credit = 0.5\n")
+    with pytest.raises(settings_mod.SettingsError, match="must be a table"):
+        settings_mod.load(course)
+
+
+def test_the_page_shows_each_attempt_s_credit_and_what_the_next_would_earn(course: Path) -> None:
+    c = Client(course, settings=settings_mod.Settings(show=settings_mod.Show("points", "points", "points"), credit=CREDIT))
+    try:
+        c.sign_in("ada")
+        assert "your next attempt (number 1) earns 100% of its points" in c.http.get("/").text  # before uploading
+        one = c.api("ada", _notebook("a = 1")).json()["id"]
+        _graded(c.svc.store, one, LOG)
+        lost = c.api("ada", _notebook("a = 2")).json()["id"]
+        c.svc.store.next_queued()
+        c.svc.store.finish(lost, None, "the grader could not grade it")  # a failed grading has no number
+        two = c.api("ada", _notebook("a = 3")).json()["id"]
+        _graded(c.svc.store, two, {**LOG, "score": 4.0})
+        assert "your next attempt (number 3) earns 25% of its points" in c.http.get("/").text
+        page = c.http.get(f"/result/{two}").text
+        assert "Credit: attempt 2 earns 50% of its points: 4 &times; 0.5 = <strong>2</strong>/5" in page
+        assert "Score: 4/5" in page  # the raw points as graded, beside the credited ones
+        assert c.svc.store.attempt(two).result["score"] == 4.0  # the record keeps them
+        text = views.as_text(views.shown(c.svc.store, c.svc.settings, c.svc.cfg, c.svc.store.attempt(one)))
+        assert "credit: attempt 1 earns 100% of its points: 1/5" in text and "number 3) earns 25%" in text
+    finally:
+        c.close()
+
+
+def test_best_counts_the_most_credited_points_and_the_export_states_the_credit(client: Client, monkeypatch,
+                                                                               tmp_path: Path) -> None:
+    import autograder.course as course_mod
+    from autograder import grades, gradinglog
+    from autograder.service.grader import finalize
+
+    store = client.svc.store
+    one = client.api("ada", _notebook("a = 1")).json()["id"]
+    _graded(store, one, {**LOG, "score": 3.0})
+    two = client.api("ada", _notebook("a = 2")).json()["id"]
+    _graded(store, two, {**LOG, "score": 5.0})  # more raw points, at half credit: 2.5
+    monkeypatch.setattr(course_mod.Course, "grade", lambda self, *a, **k: None)
+    (client.course / "service.toml").write_text('final = "best"\n')
+    assert finalize(client.course) == [("ada", "ch1", two)]  # without credit: the most raw points
+    (client.course / "service.toml").write_text('final = "best"\n[credit]\nfree = 1\ndecay = 0.5\nminimum = 0.2\n')
+    assert finalize(client.course) == [("ada", "ch1", one)]  # 3 x 1 beats 5 x 0.5
+    # the gradebook holds the attempt that counts (its grading log's file): export credits it, and says so
+    log = gradinglog.NotebookLog("ada", "ch1", "ch1_parallel_time", store.attempt(two).sha256, None,
+                                 "2026-01-01T00:00:00Z", ())
+    gradinglog.write(client.course / "autograded" / "ada" / "ch1", log)
+    assert views.credit_in_gradebook(client.course) == {("ada", "ch1"): (2, 0.5)}
+    cls = grades.Class([("ch1", "ch1_parallel_time", 5.0)], {("ch1", "ch1_parallel_time"): {"t": 5.0}},
+                       {"ada": {}, "bob": {}}, [grades.CellGrade("ada", "ch1", "ch1_parallel_time", "t", 5.0, 5.0)])
+    monkeypatch.setattr(course_mod.Course, "grades", lambda self: cls)
+    out = tmp_path / "totals.csv"
+    assert cli.main(["export", "--format", "csv", "-o", str(out), "--course", str(client.course)]) == 0
+    header, *rows = [line.replace('"', "").split(",") for line in out.read_text().splitlines()]
+    ada = dict(zip(header, rows[0]))
+    assert (ada["student_id"], ada["raw_score"], ada["score"], ada["credit"]) == ("ada", "5", "2.5", "0.5")
+    assert dict(zip(header, rows[1]))["credit"] == ""  # bob submitted nothing
