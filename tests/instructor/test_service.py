@@ -456,7 +456,7 @@ def test_the_page_shows_each_attempt_s_credit_and_what_the_next_would_earn(cours
         c.close()
 
 
-def test_best_counts_the_most_credited_points_and_the_export_states_the_credit(client: Client, monkeypatch,
+def test_best_counts_the_most_credited_points_and_the_export_states_the_credit(client: Client, monkeypatch, capsys,
                                                                                tmp_path: Path) -> None:
     import autograder.course as course_mod
     from autograder import grades, gradinglog
@@ -472,7 +472,8 @@ def test_best_counts_the_most_credited_points_and_the_export_states_the_credit(c
     assert finalize(client.course) == [("ada", "ch1", two)]  # without credit: the most raw points
     (client.course / "service.toml").write_text('final = "best"\n[credit]\nfree = 1\ndecay = 0.5\nminimum = 0.2\n')
     assert finalize(client.course) == [("ada", "ch1", one)]  # 3 x 1 beats 5 x 0.5
-    # the gradebook holds the attempt that counts (its grading log's file): export credits it, and says so
+    # the gradebook holds the upload its grading log names (here the second, as the service graded it last, before
+    # a finalize that grades the first): export and the gradebook credit that one, and say so
     log = gradinglog.NotebookLog("ada", "ch1", "ch1_parallel_time", store.attempt(two).sha256, None,
                                  "2026-01-01T00:00:00Z", ())
     gradinglog.write(client.course / "autograded" / "ada" / "ch1", log)
@@ -486,3 +487,5 @@ def test_best_counts_the_most_credited_points_and_the_export_states_the_credit(c
     ada = dict(zip(header, rows[0]))
     assert (ada["student_id"], ada["raw_score"], ada["score"], ada["credit"]) == ("ada", "5", "2.5", "0.5")
     assert dict(zip(header, rows[1]))["credit"] == ""  # bob submitted nothing
+    assert cli.main(["gradebook", "--course", str(client.course)]) == 0
+    assert "2.5C" in capsys.readouterr().out  # the gradebook's credited total, marked
