@@ -277,6 +277,25 @@ def test_a_head_that_ignores_an_input_fails(head_trials, kind) -> None:
     assert not verdict.passed and "did not change" in verdict.message
 
 
+def test_one_redraw_that_leaves_the_output_still_fails_no_right_head(head_trials) -> None:
+    """A right head's output can stay within DEPENDS on one redraw by chance (|V| = 2, width 2: about 1 draw in
+    2000, seen failing the mistake corpus' forward-only head on its head cell): reading the inputs is judged over
+    every trial of a kind. Here the seed's head answers its base output on the first redraw of each kind, as such a
+    draw would: it passes; answering it on every redraw of a kind fails."""
+    outcomes = run_trials(lambda *a: ch4.head_outputs(*a), sent("ch4.blank_head", head_trials))
+    base_of = {k: t[-1]["base"] for k, t in enumerate(head_trials) if t[-1]["kind"] in ("states", "vectors")}
+    first = {kind: min(k for k in base_of if head_trials[k][-1]["kind"] == kind) for kind in ("states", "vectors")}
+    still = list(outcomes)
+    for k in first.values():
+        still[k] = outcomes[base_of[k]]
+    verdict = judge("ch4.blank_head", head_trials, still)
+    assert verdict.passed, verdict.message
+    for kind in ("states", "vectors"):
+        frozen = [outcomes[base_of[k]] if head_trials[k][-1]["kind"] == kind else o for k, o in enumerate(outcomes)]
+        verdict = judge("ch4.blank_head", head_trials, frozen)
+        assert not verdict.passed and "did not change" in verdict.message and "on any trial" in verdict.message
+
+
 def test_the_trained_checks_bound_has_one_home_the_chapter() -> None:
     """GAP_BOUND is the chapter's locked cell blank_lm_bound: the hidden check, the visible test, the plot and the
     problem's text read it, and no other bound is written in the chapter's code or in the check."""
