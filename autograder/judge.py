@@ -44,13 +44,14 @@ def sent(name: str, trials: Sequence[tuple]) -> list[tuple]:
 
 
 def judge(name: str, trials: Sequence[tuple], outcomes: Sequence[Outcome],
-          passed: frozenset[str] = frozenset()) -> Verdict:
+          passed: frozenset[str] = frozenset(), expected: Sequence[object] | None = None) -> Verdict:
     """Decide check `name` from the student's outcomes on `trials`. `passed`: the checks of the same
     notebook already passed (an upstream function that passed its own check must agree with the
-    results recorded for it inside the function judged; `autograder.checks.compare.judge_composition`)."""
+    results recorded for it inside the function judged; `autograder.checks.compare.judge_composition`).
+    `expected`: the reference's outputs on `trials` if computed before (`Check.expected`)."""
     chapter = ChapterId.of(name)
     own = frozenset(short_name(n) for n in passed if ChapterId.of(n) == chapter)
-    return _lookup(name).verdict(trials, outcomes, own)
+    return _lookup(name).verdict(trials, outcomes, own, expected)
 
 
 def local_check(name: str, answer: object) -> None:

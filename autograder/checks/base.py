@@ -145,6 +145,7 @@ class Check:
 
     upstream: tuple[str, ...] = ()  # earlier functions of the chapter that the graded one calls
     variables: tuple[str, ...] = ()  # the names a text answer may use (a symbolic question's sizes)
+    uses_expected = False  # the verdict compares with `expected(trials)` (the judge process computes it ahead)
 
     def draw(self, seed: int) -> list[tuple]:
         """The trials, drawn from the notebook's secret `seed` (the judge holds them whole)."""
@@ -159,9 +160,11 @@ class Check:
         """What a right answer sends back on `trials` (one value per trial: the reference's outputs)."""
         return [self.reference(*trial) for trial in trials]  # type: ignore[attr-defined]
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """The decision from the student's outcomes on `trials` (`passed`: the notebook's checks already passed,
-        by their names inside the chapter)."""
+        by their names inside the chapter; `expected`: `self.expected(trials)` if computed before, as the judge
+        process does while the notebook runs, else the reference runs here on the trials it needs)."""
         raise NotImplementedError
 
     def tolerances(self, dtype: torch.dtype) -> tuple[float, float]:
@@ -226,18 +229,23 @@ def parameter_names(fn: Callable[..., object]) -> tuple[str, ...]:
 
 
 def _trial_by_trial(check: Check, trials: Sequence[tuple], outcomes: Sequence[Any],
-                    problem: Callable[[tuple, object, bool], str | None]) -> Verdict:
-    """Fail on the first trial whose outcome raised or whose `problem(args, value, secret)` is a sentence."""
+                    problem: Callable[[tuple, object, object, bool], str | None],
+                    expected: Sequence[object] | None = None) -> Verdict:
+    """Fail on the first trial whose outcome raised or whose `problem(args, value, reference's output, secret)` is
+    a sentence (the reference's output from `expected` where given, else computed for the trials reached)."""
     from attnlab.grading import split_record_request
 
     if len(outcomes) != len(trials):
         return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")
+    if expected is not None and len(expected) != len(trials):
+        raise ValueError(f"{len(expected)} reference outputs given for {len(trials)} trials")
     names = parameter_names(check.reference)  # type: ignore[attr-defined]
     for i, (trial, outcome) in enumerate(zip(trials, outcomes)):
         if outcome.error is not None:
             return raised(trials, i, outcome.error, names)
         args, _ = split_record_request(tuple(trial))
-        if said := problem(args, outcome.value, type(trial) is Secret):
+        want = expected[i] if expected is not None else check.reference(*args)  # type: ignore[attr-defined]
+        if said := problem(args, outcome.value, want, type(trial) is Secret):
             return Verdict(False, f"{said} {where(trials, i, names)}")
     return Verdict(True, f"all {len(trials)} trials match the reference")
 
@@ -358,6 +366,7 @@ class FunctionCheck(Check):
     rtol: dict[torch.dtype, float] | None = None
     atol: dict[torch.dtype, float] | None = None
     upstream: tuple[str, ...] = ()
+    uses_expected = True
 
     def __post_init__(self) -> None:
         if self.upstream:  # trials end with the recording request: reference(*trial) must ignore it
@@ -373,17 +382,16 @@ class FunctionCheck(Check):
         trials = super().draw(seed)
         return [type(args)((*args, {RECORD: list(self.upstream)})) for args in trials] if self.upstream else trials
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """Each output equal to the reference's within tolerance (or to the reference composed over the
         student's own upstream functions)."""
         if not self.upstream:
-            return _trial_by_trial(self, trials, outcomes, self._compare)
+            return _trial_by_trial(self, trials, outcomes,
+                                   lambda args, value, want, secret: compare(value, want, self, secret=secret), expected)
         agreeing = frozenset(n for n in self.upstream if n in passed)
-        return _trial_by_trial(self, trials, outcomes,
-                               lambda args, value, secret: judge_composition(self, args, value, agreeing, secret))
-
-    def _compare(self, args: tuple, value: object, secret: bool) -> str | None:
-        return compare(value, self.reference(*args), self, secret=secret)
+        return _trial_by_trial(self, trials, outcomes, lambda args, value, want, secret:
+                               judge_composition(self, args, value, agreeing, secret, want), expected)
 
     def upstream_reference(self, name: str) -> Callable[..., object]:
         """The reference's own `name`: the default of its keyword argument `name`."""
@@ -437,11 +445,13 @@ class ValueCheck(Check):
 
     reference: Callable[..., object]
     trials: Callable[[torch.Generator], list[tuple]]
+    uses_expected = True
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """Each value equal to the reference's."""
         return _trial_by_trial(self, trials, outcomes,
-                               lambda args, value, secret: compare(value, self.reference(*args), self, secret=secret))
+                               lambda args, value, want, secret: compare(value, want, self, secret=secret), expected)
 
     def value_function(self) -> Callable[..., object] | None:
         return self.reference
@@ -469,7 +479,8 @@ class AnswerCheck(Check):
     def symbolic_reference(self) -> str | None:
         return self.reference
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """The order of the answer equal to the reference's under the question's relations (`attnlab.symbolic`)."""
         from attnlab.symbolic import check_answer
 
@@ -545,7 +556,8 @@ class EquationCheck(Check):
         """What a right answer sends: the reference equations (the check's one trial takes no argument)."""
         return self.question.reference
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """The equations evaluated on random tensors equal to the reference's, tensor by tensor."""
         from autograder.equation_judge import judge_equations
 
@@ -588,7 +600,8 @@ class BehaviourCheck(Check):
         """What the student's function is called on: the trial without its private items."""
         return tuple(trial[:len(trial) - self.private])
 
-    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset()) -> Verdict:
+    def verdict(self, trials: Sequence[tuple], outcomes: Sequence[Any], passed: frozenset[str] = frozenset(),
+                expected: Sequence[object] | None = None) -> Verdict:
         """`verify` on every output, once none raised."""
         if len(outcomes) != len(trials):
             return Verdict(False, f"expected results for {len(trials)} trials, got {len(outcomes)}")

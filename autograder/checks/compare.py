@@ -31,15 +31,17 @@ class _NotRecorded(AutograderError):
 
 
 def judge_composition(check: FunctionCheck, args: tuple, value: object,
-                      agreeing: frozenset[str] = frozenset(), secret: bool = False) -> str | None:
+                      agreeing: frozenset[str] = frozenset(), secret: bool = False,
+                      expected: object = None) -> str | None:
     """None if the output equals the reference, or the reference composed over the student's own upstream
     functions (their recorded calls); else a sentence saying how it differs from both.
 
     The calls are recorded in the student's process, which could write any log. An upstream function
     named in `agreeing` passed its own check in this notebook: its recorded results must then be the
-    reference's on the same arguments (within the check's tolerance), or the log does not count."""
+    reference's on the same arguments (within the check's tolerance), or the log does not count. `expected`: the
+    reference's output on `args` if computed before (None: computed here)."""
     output, calls = _split_recorded(value, check.upstream)
-    problem = compare(output, check.reference(*args), check, secret=secret)
+    problem = compare(output, check.reference(*args) if expected is None else expected, check, secret=secret)
     if problem is None:
         return None
     if calls is None:

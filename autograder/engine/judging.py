@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -253,6 +254,45 @@ def upstream_first(names: list[str]) -> list[int]:
     return sorted(range(len(names)), key=key)
 
 
+class Ahead:
+    """The reference's outputs on the trials drawn for notebooks not judged yet, computed one trial at a time
+    while the judge process has no request to answer (the notebook runs meanwhile): judging then only compares.
+
+    Only for checks whose verdict compares with them (`Check.uses_expected`); a notebook's outputs are taken
+    when it is judged, and a check whose outputs are not all computed by then (or whose reference failed
+    here) is judged as before, its reference run on the trials it reaches."""
+
+    LIMIT = 256  # (check, seed) pairs kept at most: notebooks prepared and not judged yet
+
+    def __init__(self, checks: dict, trials_of: Callable[[str, int], list[tuple]]) -> None:
+        self.checks, self.trials_of = checks, trials_of
+        self.outputs: OrderedDict[tuple[str, int], list] = OrderedDict()  # complete, or the first trials' so far
+
+    def want(self, name: str, seed: int) -> None:
+        """The reference's outputs on the trials of `name` drawn from `seed` are to be computed."""
+        if getattr(self.checks.get(name), "uses_expected", False) and (name, seed) not in self.outputs:
+            self.outputs[(name, seed)] = []
+            while len(self.outputs) > self.LIMIT:
+                self.outputs.popitem(last=False)
+
+    def step(self) -> bool:
+        """Compute the reference's output on one more trial; False when none is left to compute."""
+        for (name, seed), done in self.outputs.items():
+            trials = self.trials_of(name, seed)
+            if len(done) < len(trials):
+                try:
+                    done.extend(self.checks[name].expected([trials[len(done)]]))
+                except Exception:  # noqa: BLE001 - judged as before: the verdict runs the reference and says why
+                    del self.outputs[(name, seed)]
+                return True
+        return False
+
+    def take(self, name: str, seed: int) -> list | None:
+        """The reference's outputs on every trial of `name` from `seed` if all are computed, else None (they go)."""
+        done = self.outputs.pop((name, seed), None)
+        return done if done is not None and len(done) == len(self.trials_of(name, seed)) else None
+
+
 def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     """Answer the grader's requests until it hangs up, under `bound` (if any) on top of what its imports and
     a CUDA context hold: what the bound limits is what student data makes it build.
@@ -283,11 +323,13 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
                 drawn.popitem(last=False)
         return drawn[key]
 
+    ahead = Ahead(CHECKS, trials_of)
+
     def decide(name: str, seed: int, outcomes: list, passed: frozenset[str] = frozenset()) -> tuple[bool, str]:
         if name not in CHECKS:
             return False, f"unknown check {name!r}"
         try:
-            v = judge(name, trials_of(name, seed), outcomes, passed)
+            v = judge(name, trials_of(name, seed), outcomes, passed, ahead.take(name, seed))
         except Exception as exc:  # noqa: BLE001 - a strange value must not stop the run
             return False, f"the grader could not compare the result ({type(exc).__name__}: {str(exc)[:200]})"
         return bool(v.passed), str(v.message)[:2000]
@@ -295,6 +337,8 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
     os.set_blocking(fd, False)
     reader = protocol.FrameReader(fd, 1 << 31)
     while True:
+        while not (reader.pending or reader.buffer or select.select([fd], [], [], 0)[0]) and ahead.step():
+            pass  # no request: the reference's outputs on trials drawn for notebooks that run now
         msg = protocol.recv_blocking(reader)
         if msg is None:
             return
@@ -305,6 +349,8 @@ def serve(fd: int, bound: membound.MemoryBound | None = None) -> None:
             elif msg.kind == "trials":
                 protocol.send(fd, {"k": "trials"},  # what the notebook is called on: parts only the judge sees stay here
                               [wire.encode(sent(n, trials_of(n, int(h["seed"])))) for n in h["names"]])
+                for n in h["names"]:
+                    ahead.want(n, int(h["seed"]))
             elif msg.kind == "selfcheck":
                 problems = []
                 for name in h["names"]:

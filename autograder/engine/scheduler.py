@@ -108,7 +108,7 @@ class Engine:
                     raise EngineError(f"the reference fails its own hidden check {problems[0]}")
                 if self.keep:  # a kept engine checks the reference once per check: later runs' fresh trials are
                     self.selfchecked.update(unchecked)  # judged against the reference's outputs on them all the same
-                store.ensure_submissions(gb, todo)
+                ensured = False  # the gradebook's rows of every submission: written while the first notebooks run
                 while self.queue or (pool is not None and pool.busy()):
                     job = self._next(gb) if self.queue and (pool is None or pool.idle()) else None
                     if job is not None:
@@ -118,8 +118,14 @@ class Engine:
                             ready = True
                         self._dispatch(pool, pool.idle()[0], job)
                         continue
+                    if not ensured:
+                        store.ensure_submissions(gb, todo)
+                        ensured = True
+                        continue
                     for w, msg in pool.wait(1.0) if ready else []:
                         self._collect(gb, pool, w, msg)
+                if not ensured:  # every notebook was a bad file (each recorded on the way): the rest's rows too
+                    store.ensure_submissions(gb, todo)
             finished = True
         finally:
             self.pool = pool if self.keep and finished else None

@@ -48,6 +48,49 @@ PRE_COOKIE = "attnlab_signin"  # the sign-in form's CSRF token (double submit), 
 FORM_OVERHEAD = 64 * 1024  # multipart headers and the form's other fields, on top of a notebook's cap
 IN_FLIGHT_RETRY_S = 15
 LONG_POLL_S = 30.0  # the longest a result request waits for its grading (GET /api/result/{id}?wait=S)
+RESULT_POLL_S = 1.0  # a waiting result request reads the state at least this often (the grader also wakes it)
+
+
+class Results:
+    """Wakes the requests waiting for a result (GET /api/result/{id}?wait=S) as soon as the grader records one.
+
+    A waiter takes `current()` before it reads the attempt's state, then waits on it: a result recorded after
+    that read sets the event it holds. The grader's thread calls `recorded`; the event loop sets the event."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.event: asyncio.Event | None = None
+
+    def bind(self) -> None:
+        """Called in the event loop, before any request."""
+        self.loop, self.event = asyncio.get_running_loop(), asyncio.Event()
+
+    def current(self) -> asyncio.Event | None:
+        return self.event
+
+    def recorded(self) -> None:
+        """A result was recorded (any thread)."""
+        if self.loop is not None:
+            try:
+                self.loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # the loop has closed: nobody waits
+                pass
+
+    def _wake(self) -> None:
+        event, self.event = self.event, asyncio.Event()
+        if event is not None:
+            event.set()
+
+    @staticmethod
+    async def wait(event: asyncio.Event | None, seconds: float) -> None:
+        """Until `event` is set or `seconds` passed."""
+        if event is None:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(event.wait(), seconds)
+        except TimeoutError:
+            pass
 
 
 @dataclass
@@ -62,6 +105,8 @@ class Service:
 
     def __post_init__(self) -> None:
         self.admit_lock = threading.Lock()  # limits are checked and the attempt accepted as one step
+        self.results = Results()
+        self.grader.listeners.append(self.results.recorded)
 
     @property
     def cfg(self) -> config.CourseConfig:
@@ -375,9 +420,12 @@ async def api_result(request: Request) -> Response:
     except ValueError:
         wait = 0.0
     deadline = time.monotonic() + (wait if wait > 0 else 0.0)  # a NaN or a negative wait is no wait
-    while a.pending and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    while a.pending and (left := deadline - time.monotonic()) > 0:
+        recorded = svc.results.current()  # before the state is read: a result recorded after it wakes this wait
         a = await run_in_threadpool(svc.store.attempt, a.id)
+        if a.pending:
+            await svc.results.wait(recorded, min(left, RESULT_POLL_S))
+            a = await run_in_threadpool(svc.store.attempt, a.id)
     s = views.shown(svc.store, svc.settings, svc.cfg, a)
     return JSONResponse({"id": a.id, "state": s.state, "text": views.as_text(s), "shown": s.to_dict()})
 
@@ -471,6 +519,7 @@ def create_app(course_dir: Path, workers: int = 2, scheduler: str | None = None,
 
     @asynccontextmanager
     async def lifespan(app):
+        svc.results.bind()
         grader.start()
         try:
             yield

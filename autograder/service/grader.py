@@ -14,6 +14,7 @@ import collections
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class Grader:
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
+        self.listeners: list[Callable[[], None]] = []  # called (in the grader's thread) after each recorded result
 
     def start(self) -> None:
         resumed = self.store.resume()
@@ -141,6 +143,7 @@ class Grader:
             if log is not None and log.submission_sha256 == a.sha256:
                 self.store.finish(a.id, log.to_dict(), None)
                 self.status.graded += 1
+                self._recorded()
             else:
                 left.append(a)
         if left:
@@ -151,6 +154,10 @@ class Grader:
         self.status.rounds += 1
         self.status.grading = []
         self.status.last_round_s = time.perf_counter() - started
+
+    def _recorded(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def engine_options(self) -> dict:
         """What `Course.grade` passes to the engine: a kept engine (`keep_warm`), whose workers and judge stay
@@ -168,6 +175,7 @@ class Grader:
                 continue
             if current.tries >= MAX_TRIES:
                 self.store.finish(a.id, None, FAILED.format(tries=current.tries))
+                self._recorded()
             else:
                 with self.store.tx() as db:
                     db.execute("UPDATE attempts SET state = 'queued' WHERE id = ? AND state = 'grading'", (a.id,))

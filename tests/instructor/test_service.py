@@ -212,6 +212,26 @@ def test_a_student_sees_only_their_own_results(client: Client) -> None:
     assert "Service status" in page and ada_id in page and "1 queued" in page
 
 
+def test_a_waiting_result_request_is_woken_by_the_grader_s_result(client: Client) -> None:
+    """GET /api/result/{id}?wait=S answers as soon as the grader records a result (not at its next poll)."""
+    import asyncio
+    import threading
+
+    from autograder.service.app import Results
+
+    assert client.svc.results.recorded in client.svc.grader.listeners  # each recorded result wakes the waiters
+
+    async def wait() -> bool:
+        results = Results()
+        results.bind()
+        recorded = results.current()  # taken before the state is read, as api_result does
+        threading.Timer(0.05, results.recorded).start()  # the grader's thread records a result
+        await results.wait(recorded, 20.0)
+        return recorded.is_set()
+
+    assert asyncio.run(wait())
+
+
 # ----------------------------------------------------------------------------- limits
 
 def test_limits_answer_429_with_retry_after(course: Path) -> None:
