@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import html
 import inspect
 import io
@@ -275,15 +276,17 @@ def doc_equation_candidates(doc: Doc) -> set[str]:
     return set().union(*(equation_candidates(t) for t in texts)) if texts else set()
 
 
-def identifiers(candidate: str) -> set[str]:
-    """The names a candidate uses, functions and TeX commands left out."""
+@functools.lru_cache(maxsize=1 << 16)
+def identifiers(candidate: str) -> frozenset[str]:
+    """The names a candidate uses, functions and TeX commands left out (once per candidate and process: every
+    question asks of every candidate)."""
     names = set()
     for match in _WORD.finditer(candidate):
         word = match.group()
         if word.startswith("\\") or word in FUNCTIONS or re.fullmatch(r"log\d*", word):
             continue
         names.add(word)
-    return names
+    return frozenset(names)
 
 
 _ORDER = re.compile(r"(?<![A-Za-z])(?:O|Θ|Theta)\s*(?:\\left|\\big[l]?|\\Big[l]?)?\s*[(\[{]|\\mathcal\s*\{?\s*O")
@@ -917,6 +920,13 @@ def _canonical_line(eq) -> str:
 
 def text_fragments(text: str) -> dict[str, str]:
     """The fragment forms `text` shows (code: read its strings and comments first): {canonical text: the text}."""
+    return dict(_text_fragments(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _text_fragments(text: str) -> tuple[tuple[str, str], ...]:
+    """`text_fragments`, once per text and process: an audit reads the same kit files and chapters' code again
+    (the build's audit, then the tests'), and parsing every piece of them as an equation is most of its time."""
     from attnlab import equations as E
 
     found: dict[str, str] = {}
@@ -940,7 +950,7 @@ def text_fragments(text: str) -> dict[str, str]:
             found.setdefault(_canonical(node), side.strip())
             for form in _forms(node):
                 found.setdefault(form, side.strip())
-    return found
+    return tuple(found.items())
 
 
 def kit_fragments(docs: list[Doc], sources: dict[str, nbformat.NotebookNode], checks: dict) -> list[str]:

@@ -275,15 +275,23 @@ def test_the_student_edition_gives_no_answer_away(editions) -> None:
 
 @pytest.mark.slow
 def test_the_build_audits_again_only_when_what_it_reads_changes(editions, monkeypatch) -> None:
+    """The session's build recorded its audit under the key of what it read: read back while the key holds; a
+    changed key (a chapter or the kit edited) runs the audit again (here a stand-in that counts its runs: the
+    audit itself is the previous test's)."""
     student, executed, lines = layout.Edition("student"), execute.executed_copies(), []
     first = audit.audit_student_cached(student, executed, log=lines.append)
+    runs: list[str] = []
+    monkeypatch.setattr(audit, "audit_student", lambda edition, *a, **k: runs.append(edition.name) or ["finding"])
     again = audit.audit_student_cached(student, executed, log=lines.append)
-    assert again == first and "unchanged" in lines[-1], lines
-    key = audit._audit_key(student)
-    monkeypatch.setattr(audit, "_audit_key", lambda edition: key + "-changed")  # a chapter or the kit edited
-    lines.clear()
-    assert audit.audit_student_cached(student, executed, log=lines.append) == first
-    assert lines and "unchanged" not in lines[-1], lines
+    assert again == first and "unchanged" in lines[-1] and runs == [], lines
+    key, record = audit._audit_key(student), student.out / "audit.json"
+    kept = record.read_bytes()
+    monkeypatch.setattr(audit, "_audit_key", lambda edition: key + "-changed")
+    try:
+        assert audit.audit_student_cached(student, executed, log=lines.append) == ["finding"] and runs == ["student"]
+        assert audit.audit_student_cached(student, executed, log=lines.append) == ["finding"] and runs == ["student"]
+    finally:
+        record.write_bytes(kept)  # the build's own record, for whatever reads it next
 
 
 PLANTED_PAGE = r"<p>Hint: one layer after another, \(\mathcal{O}\big(L\,(T + K + J)\big)\).</p>"
@@ -291,12 +299,16 @@ PLANTED_PAGE = r"<p>Hint: one layer after another, \(\mathcal{O}\big(L\,(T + K +
 
 @pytest.mark.slow
 def test_the_audit_fails_on_planted_answers(editions, tmp_path: Path) -> None:
-    """A copy of the student edition with one answer of each kind planted: each is reported, where it was planted."""
+    """Copies of two files of the student edition (a page and a staged notebook) and a new file beside them, with
+    one answer of each kind planted: each is reported, where it was planted (the whole edition's audit is the
+    test above's; audited here: these files and the kit, before and after planting)."""
     student = layout.Edition("student")
     sources = {c.assignment: c.read() for c in select()}
     html, stage = tmp_path / "html", tmp_path / "stage"
-    shutil.copytree(student.html, html, ignore=shutil.ignore_patterns("_static", "_images"))
-    shutil.copytree(student.stage, stage)
+    for rel, (src, dest) in {"chapters/ch2_spatial.html": (student.html, html),
+                             "chapters/ch3_merged_qk.ipynb": (student.stage, stage)}.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, dest / rel)
     folders = [(html, "html"), (stage, "stage")]
     before = set(audit.audit_answers(student, sources, folders).hits)
     page = html / "chapters" / "ch2_spatial.html"  # (1) a symbolic answer of chapter 1, typeset in another chapter
