@@ -144,9 +144,13 @@ class JudgeClient:
 
     def trials(self, seed: int, names: list[str]) -> dict[str, bytes]:
         """Each check's trial inputs drawn from `seed`, wire-encoded (the bytes the notebook receives)."""
+        return self.ask_trials(seed, names)()
+
+    def ask_trials(self, seed: int, names: list[str]) -> Callable[[], dict[str, bytes]]:
+        """`trials`, asked now and read when the returned function is called (the judge process draws them while
+        the caller does something else); it must be called before the next request."""
         self._ask({"k": "trials", "seed": seed, "names": names})
-        msg = self._answer()
-        return dict(zip(names, msg.blobs))
+        return lambda: dict(zip(names, self._answer().blobs))
 
     def selfcheck(self, seed: int, names: list[str]) -> list[str]:
         """Problems found judging the reference against itself (none expected)."""

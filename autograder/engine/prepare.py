@@ -95,10 +95,14 @@ class Preparer:
         if not sub.path.exists():
             job.problem = f"no {sub.notebook}.ipynb was submitted"
             return job
+        drawn = self.judge.ask_trials(job.seed, src.checks)  # drawn in the judge process while this one reads the file
         try:
             job.restored = nbmod.restore(nbmod.read_submission(sub.path), src.nb)
         except nbmod.UnreadableNotebook as exc:
             job.problem = f"the submitted {sub.notebook}.ipynb could not be read: {exc}"
+        finally:
+            job.trials = drawn()
+        if job.problem is not None:
             return job
         if sub.release_note:
             job.restored.notes.insert(0, sub.release_note)
@@ -107,7 +111,6 @@ class Preparer:
                            "solution cells (another chapter's notebook?)")
             return job
         job.code = job.restored.code_cells()
-        job.trials = self.judge.trials(job.seed, src.checks)
         blobs = [job.restored.nb.cells[i].source.encode() for i in job.code]
         header_cells = list(range(len(blobs)))
         trials = {}

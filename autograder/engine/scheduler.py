@@ -69,6 +69,8 @@ class Engine:
         self.worker_start_s: float | None = None
         self.cgroup = cgroups.Parent(None, "not set up")
         self.selfchecked: set[str] = set()  # checks whose reference a kept engine has judged against itself
+        self.todo: list[store.Submission] = []  # the run's submissions
+        self.checked = False  # whether the run's `_check` is done
 
     # ---- the run -----------------------------------------------------------------------
     def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
@@ -79,6 +81,7 @@ class Engine:
         self.stats.clear()
         self.phases.clear()
         self.queue = CostlyFirst(todo)
+        self.todo, self.checked = todo, False
         self.bar = _progress(len(todo), progress)
         pool, ready = self.pool, self.pool is not None  # a kept engine's workers are ready
         if ready:
@@ -98,17 +101,6 @@ class Engine:
                     _require_assignment(gb, a)
                 for sub in todo:
                     self.preparer.source(sub)
-                for src in self.preparer.sources.values():  # today's source, and any older kept release's
-                    _require_same_cells(gb, src.assignment, src.notebook, set(src.points))
-                    src.release = store.release_checksums(gb, src.assignment, src.notebook)
-                names = list(dict.fromkeys(n for src in self.preparer.sources.values() for n in src.checks))
-                unchecked = [n for n in names if n not in self.selfchecked]
-                problems = self.judge.selfcheck(self.seed, unchecked) if unchecked else []
-                if problems:
-                    raise EngineError(f"the reference fails its own hidden check {problems[0]}")
-                if self.keep:  # a kept engine checks the reference once per check: later runs' fresh trials are
-                    self.selfchecked.update(unchecked)  # judged against the reference's outputs on them all the same
-                ensured = False  # the gradebook's rows of every submission: written while the first notebooks run
                 while self.queue or (pool is not None and pool.busy()):
                     job = self._next(gb) if self.queue and (pool is None or pool.idle()) else None
                     if job is not None:
@@ -118,14 +110,12 @@ class Engine:
                             ready = True
                         self._dispatch(pool, pool.idle()[0], job)
                         continue
-                    if not ensured:
-                        store.ensure_submissions(gb, todo)
-                        ensured = True
+                    if not self.checked:
+                        self._check(gb, todo)
                         continue
                     for w, msg in pool.wait(1.0) if ready else []:
                         self._collect(gb, pool, w, msg)
-                if not ensured:  # every notebook was a bad file (each recorded on the way): the rest's rows too
-                    store.ensure_submissions(gb, todo)
+                self._check(gb, todo)  # (done already, unless every notebook was a bad file)
             finished = True
         finally:
             self.pool = pool if self.keep and finished else None
@@ -133,6 +123,25 @@ class Engine:
                 self._close(pool)
             self.bar.close()
         return self.graded, self.failed
+
+    def _check(self, gb, todo: list[store.Submission]) -> None:
+        """Once per run, before anything is judged or recorded (the first notebooks run meanwhile): the gradebook's
+        graded cells are the sources', their released checksums, the reference passes its own hidden checks (a kept
+        engine: once per check), and every submission has its gradebook rows."""
+        if self.checked:
+            return
+        for src in self.preparer.sources.values():  # today's source, and any older kept release's
+            _require_same_cells(gb, src.assignment, src.notebook, set(src.points))
+            src.release = store.release_checksums(gb, src.assignment, src.notebook)
+        names = list(dict.fromkeys(n for src in self.preparer.sources.values() for n in src.checks))
+        unchecked = [n for n in names if n not in self.selfchecked]
+        problems = self.judge.selfcheck(self.seed, unchecked) if unchecked else []
+        if problems:
+            raise EngineError(f"the reference fails its own hidden check {problems[0]}")
+        if self.keep:  # a kept engine checks the reference once per check: later runs' fresh trials are
+            self.selfchecked.update(unchecked)  # judged against the reference's outputs on them all the same
+        store.ensure_submissions(gb, todo)
+        self.checked = True
 
     def close(self) -> None:
         """End a kept engine's workers, judge and cgroup."""
@@ -194,6 +203,7 @@ class Engine:
             job = self.preparer.prepare(self.queue.popleft())
             if job.problem is None:
                 return job
+            self._check(gb, self.todo)
             self.finish(gb, job, None, [])
             self._done()
         return None

@@ -122,9 +122,9 @@ class Grader:
     def _round(self, batch: list[Attempt]) -> None:
         started = time.perf_counter()
         self.status.grading = [a.id for a in batch]
-        for a in batch:  # the attempt's bytes are in submitted/ (again: a stop may have come between the copies)
-            data = self.store.upload_path(a.id, a.student, a.assignment).read_bytes()
-            self.store.place(a.student, a.assignment, a.notebook, data, a.received_at)
+        for a in batch:  # the attempt's bytes are in submitted/ (again: another command may have written there since;
+            data = self.store.upload_path(a.id, a.student, a.assignment).read_bytes()  # synced when it was accepted)
+            self.store.place(a.student, a.assignment, a.notebook, data, a.received_at, resync=False)
         chapters = {a.assignment for a in batch}
         error = None
         try:  # force=False: what is graded already (a log committed before a stop) is not graded again

@@ -85,27 +85,42 @@ def has_gradebook(course_dir: Path) -> bool:
     return path == url or Path(path).is_file()
 
 
-def durable_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that it survives a crash the moment this returns: a temporary file in the same
-    folder, fsync, rename over `path`, fsync of the folder (the rename itself)."""
-    if _holds(path, data):  # already there (a round places each attempt again): made durable, not written again
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+def durable_write(path: Path, data: bytes, resync: bool = True) -> None:
+    """Write `data` to `path` so that it survives a crash the moment this returns (`durable_writes`)."""
+    durable_writes([(path, data)], resync)
 
 
-def _holds(path: Path, data: bytes) -> bool:
-    """Whether `path` is a plain file holding `data`, then synced to disk with its folder entry."""
+def durable_writes(files: list[tuple[Path, bytes]], resync: bool = True) -> None:
+    """Write each (path, data) so that every one survives a crash the moment this returns: a temporary file in the
+    same folder, fsync, rename over the path; then one fsync of each folder (the renames themselves).
+
+    A plain file already holding its data is not written again (a round places each attempt again); with `resync`
+    it is synced again, with its folder (another command may have written it without syncing). A round's place
+    passes resync=False: the attempt's copy was synced before the upload was acknowledged."""
+    folders: dict[Path, None] = {}
+    for path, data in files:
+        if _holds(path, data, resync):
+            if resync:
+                folders[path.parent] = None
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        folders[path.parent] = None
+    for folder in folders:
+        fsync_dir(folder)
+
+
+def _holds(path: Path, data: bytes, sync: bool = True) -> bool:
+    """Whether `path` is a plain file holding `data` (then synced to disk, with `sync`; its folder is the caller's)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -116,10 +131,10 @@ def _holds(path: Path, data: bytes) -> bool:
         with os.fdopen(os.dup(fd), "rb") as f:
             if f.read(len(data) + 1) != data:
                 return False
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
-    fsync_dir(path.parent)
     return True
 
 
@@ -218,12 +233,14 @@ class Store:
                             iso(received), seq))
         return self.attempt(attempt_id)
 
-    def place(self, student: str, assignment: str, notebook: str, data: bytes, received: dt.datetime) -> None:
-        """The attempt into the course's submitted/ folder with its time (what `autograder grade` reads)."""
+    def place(self, student: str, assignment: str, notebook: str, data: bytes, received: dt.datetime,
+              resync: bool = True) -> None:
+        """The attempt into the course's submitted/ folder with its time (what `autograder grade` reads), durably
+        (`durable_writes`; `resync`: files already in place are synced again)."""
         folder = self.course_dir / "submitted" / student / assignment
-        durable_write(folder / f"{notebook}.ipynb", data)
-        durable_write(folder / "timestamp.txt", received.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-                      .encode())
+        durable_writes([(folder / f"{notebook}.ipynb", data),
+                        (folder / "timestamp.txt",
+                         received.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC").encode())], resync)
 
     def attempt(self, attempt_id: str) -> Attempt | None:
         rows = self.query("SELECT * FROM attempts WHERE id = ?", (attempt_id,))

@@ -69,3 +69,25 @@ def test_an_attempt_placed_again_is_not_rewritten_and_a_different_one_is(tmp_pat
     link.symlink_to(path)
     durable_write(link, b'{"a": 2}')  # a link holding the same bytes is replaced by a file, never followed
     assert not link.is_symlink() and link.read_bytes() == b'{"a": 2}'
+
+
+def test_what_is_synced_before_it_counts_and_what_is_not_synced_twice(tmp_path: Path, monkeypatch) -> None:
+    """An attempt's two files in one folder: each file synced, the folder once; placed again by a round (the copy
+    synced when it was accepted), nothing synced again, and a file that changed since is written and synced."""
+    from autograder.service import store
+
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(store.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd)))
+    folder = tmp_path / "submitted" / "s01" / "ch1"
+    files = [(folder / "nb.ipynb", b'{"a": 1}'), (folder / "timestamp.txt", b"2026-01-01 00:00:00.000000 UTC")]
+    store.durable_writes(files)
+    assert len(synced) == 3 and synced[-1] == str(folder)  # two files (their temporary names), then the folder
+    synced.clear()
+    store.durable_writes(files, resync=False)
+    assert synced == []
+    store.durable_writes(files)  # accept's: what is in place is synced again (another command may have written it)
+    assert synced == [str(folder / "nb.ipynb"), str(folder / "timestamp.txt"), str(folder)]
+    synced.clear()
+    store.durable_writes([(folder / "nb.ipynb", b'{"a": 2}'), files[1]], resync=False)
+    assert len(synced) == 2 and synced[-1] == str(folder) and (folder / "nb.ipynb").read_bytes() == b'{"a": 2}'
