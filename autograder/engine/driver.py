@@ -137,6 +137,17 @@ class Child:
             except OSError:
                 pass
 
+    def stop(self) -> None:
+        """SIGSTOP the notebook's init and runner: nothing of it runs any more (its teardown, `kill` and `close`,
+        may come later)."""
+        for name in ("init", "runner"):
+            fd = self.pidfds.get(name)
+            if fd is not None:
+                try:
+                    signal.pidfd_send_signal(fd, signal.SIGSTOP)
+                except OSError:
+                    pass
+
     def kill(self) -> None:
         """SIGKILL the notebook: its init, so the kernel kills everything in its PID namespace."""
         self.killed = True
@@ -265,6 +276,11 @@ class Driver:
             if self.records[k] is None:
                 self.records[k] = {"status": "skipped", "reason": "not run (the notebook stopped before this cell)"}
         return self._result(time.perf_counter() - started)
+
+    def stop(self) -> None:
+        """After the result is sent: the last child's processes stop at once (`cleanup` ends them)."""
+        if self.pending is not None:
+            self.pending.stop()
 
     def cleanup(self) -> None:
         """After the result is sent: the last child's processes and cgroup go."""

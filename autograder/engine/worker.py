@@ -24,6 +24,7 @@ from autograder.engine.limits import Limits
 from autograder.engine.sandbox import Plan, SandboxError, layout
 
 ZYGOTE_START_SECONDS = 600.0  # importing torch on a loaded machine
+TEARDOWN_AFTER_S = 0.5  # a notebook's stopped processes are torn down then, or when the next job comes if sooner
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 
 
@@ -167,10 +168,15 @@ def main(fd: int) -> None:
         if zygote is not None:
             zygote.close()
         return
-    jobs, spare = 0, Spare()
+    jobs, spare, last = 0, Spare(), None
     try:
         while True:
-            msg = protocol.recv_blocking(reader)
+            msg = protocol.recv_blocking(reader, None if last is None else TEARDOWN_AFTER_S)
+            if last is not None:  # the last notebook's processes go now: after the grader judged it, or before the next
+                last.cleanup()
+                last = None
+                if msg is None and not reader.eof:
+                    continue
             if msg is None or msg.kind != "job":
                 return
             jobs += 1
@@ -178,8 +184,11 @@ def main(fd: int) -> None:
                             f"s{slot}-j{jobs}", spare)
             header, blobs = driver.run()
             protocol.send(fd, header, blobs)
-            driver.cleanup()  # off the grader's critical path
+            driver.stop()  # stopped at once; torn down (the kernel freeing its memory) off the grader's critical path:
+            last = driver  # not while the grader judges it
     finally:
+        if last is not None:
+            last.cleanup()
         spare.take(None)
         zygote.close()
 

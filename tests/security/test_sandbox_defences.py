@@ -295,3 +295,40 @@ def test_waiting_for_a_cpu_is_not_counted() -> None:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+def test_a_notebook_stops_running_when_its_result_is_sent() -> None:
+    """The worker tears a notebook's processes down after the grader has judged it (`worker.TEARDOWN_AFTER_S`), but
+    stops them at once (`Driver.stop`): a thread the notebook left running gets no CPU after its result."""
+    import signal
+    import time
+
+    from autograder.engine.driver import Child, Driver
+
+    pids = []
+    for _ in range(2):  # the notebook's init and runner, each busy (a thread left running)
+        pid = os.fork()
+        if pid == 0:
+            while True:
+                pass
+        pids.append(pid)
+    child = Child(None, None, -1, pids={"init": pids[0], "runner": pids[1]},
+                  pidfds={"init": os.pidfd_open(pids[0]), "runner": os.pidfd_open(pids[1])})
+    driver = Driver.__new__(Driver)
+    driver.pending = child
+    try:
+        driver.stop()
+        deadline = time.monotonic() + 10
+        states = []
+        while time.monotonic() < deadline:
+            states = [open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] for pid in pids]
+            if states == ["T", "T"]:
+                break
+            time.sleep(0.01)
+        assert states == ["T", "T"]  # stopped: no CPU until the teardown kills them
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        for fd in child.pidfds.values():
+            os.close(fd)
