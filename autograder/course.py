@@ -622,8 +622,8 @@ class Course:
         summary = grade(self.root, assignment=assignment, student=student, workers=workers,
                         progress=progress, force=force, meanwhile=self._while_sandboxes_start(one, assignment),
                         **{"limits": self.all_limits(["Limits"]).engine, **engine_options})
-        self._sync_due_dates()  # what the late policy reads
-        charged = grades.apply_late(self.root, chosen)  # what this grading changed: the chosen students' (or everyone's)
+        # the late policy (it syncs the due dates it reads into the gradebook first): the chosen students' (or everyone's)
+        charged = grades.apply_late(self.root, chosen)
         after = gradinglog.read_all(self.root, chosen)
         changed = {(lg.student, lg.assignment, lg.notebook) for lg in after
                    if (old := before.get((lg.student, lg.assignment, lg.notebook))) is None or old != lg}

@@ -147,6 +147,28 @@ def test_an_upload_is_durable_in_nbgrader_s_layout_before_it_is_acknowledged(cli
     other.close()
 
 
+def test_an_upload_is_committed_synced_and_a_grading_mark_is_not(client: Client) -> None:
+    """The acknowledged upload's row and its result are committed with synchronous=FULL; the grading mark (what a
+    restart redoes the same) is not synced, and the connection is back to FULL after it."""
+    store = client.svc.store
+    said: list[str] = []
+    store.db.set_trace_callback(said.append)
+    try:
+        aid = client.api("ada", _notebook()).json()["id"]
+        accepted = said[: said.index("COMMIT", next(i for i, s in enumerate(said) if s.startswith("INSERT INTO attempts")))]
+        assert not any("synchronous" in s for s in accepted)
+        said.clear()
+        assert store.next_queued().id == aid
+        marked = said[: said.index("COMMIT") + 2]
+        assert marked[0] == "PRAGMA synchronous=NORMAL" and marked[-1] == "PRAGMA synchronous=FULL"
+        said.clear()
+        store.finish(aid, LOG, None)
+        assert "COMMIT" in said and not any("synchronous" in s for s in said)
+    finally:
+        store.db.set_trace_callback(None)
+    assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
 def test_a_crafted_file_name_or_chapter_never_names_a_path(client: Client) -> None:
     csrf = client.sign_in("ada")
     r = client.upload(csrf, _notebook(), filename="../../../nbgrader_config.py")
