@@ -379,9 +379,9 @@ from attnlab.fits import fit_terms
 
 QUANTITIES = ("NOCACHE_WORK", "CACHE_WORK", "NOCACHE_TIME", "CACHE_TIME", "CACHE_MEMORY")
 gen_sweeps = [] if is_grading() else [
-    ("T", [dict(L=1, T=T, J=16) for T in (8, 16, 32, 64, 128, 256)]),
+    ("T", [dict(L=1, T=T, J=16) for T in (8, 16, 32, 64, 128)]),
     ("J", [dict(L=1, T=16, J=J) for J in (32, 64, 128, 256, 512, 1024, 2048)]),
-    ("L", [dict(L=L, T=16, J=32) for L in (1, 2, 3, 4, 6, 8)])]
+    ("L", [dict(L=L, T=16, J=32) for L in (1, 2, 3, 4, 6)])]
 
 
 gen_measured = {name: [measure_generation(**sizes) for sizes in sweep]

@@ -12,8 +12,8 @@ every image with alt text that is not a file path and a caption. In the student 
 every stub and every visible-test cell carries its label and every withheld output a note.
 Every chapter figure's smallest text is at least MIN_TEXT_PX as drawn, and on a 390 px phone
 no chapter scrolls sideways as a whole. The landing page is styled, has a viewport and a
-favicon. Search works from the built files. A full-page screenshot of each chapter goes to
-artifacts/screenshots/<edition>/.
+favicon. Search works from the built files. With ATTNLAB_SCREENSHOTS=1, a full-page screenshot of each chapter
+goes to artifacts/screenshots/<edition>/ (for a person to look at; the checks above do not read them).
 
 Without Chromium the tests skip, except in CI (CI=true), where they fail.
 """
@@ -49,6 +49,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          # offline: every host but the local server is unreachable
          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 SCREENSHOTS = layout.ROOT / "artifacts" / "screenshots"
+TAKE_SCREENSHOTS = os.environ.get("ATTNLAB_SCREENSHOTS", "") not in ("", "0")  # PNG-encoding pages up to 16000 px tall
 MAX_SCREENSHOT_HEIGHT = 16000
 # A figure drawn at less than this fraction of its pixel width has text too small to read:
 # matplotlib's default 10 pt at 100 dpi is 14 px, so below one half it is under 7 px. (A chapter's figure is held
@@ -97,7 +98,7 @@ def editions() -> dict[str, Path]:
     return publish.build_once()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(editions) -> Iterator[http.server.ThreadingHTTPServer]:
     """A local web server on 127.0.0.1 whose root is _build/ (`/student/html/...`)."""
     handler = functools.partial(_Handler, directory=str(layout.BUILD))
@@ -110,9 +111,10 @@ def server(editions) -> Iterator[http.server.ThreadingHTTPServer]:
     httpd.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def driver():
-    """Headless Chromium through chromedriver, with a fresh profile and console/network logs."""
+    """Headless Chromium through chromedriver, with a fresh profile and console/network logs; quit when this
+    file's tests end (a Chromium left open on its last page kept using CPU for the rest of the lane)."""
     _require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -412,12 +414,13 @@ def test_every_page_renders_offline(edition: str, driver, editions, server) -> N
     assert "index.html" in pages and any(p.startswith("chapters/") for p in pages), pages
     shots = SCREENSHOTS / edition
     shutil.rmtree(shots, ignore_errors=True)
-    problems = check_pages(driver, origin, html, pages, shots)
+    problems = check_pages(driver, origin, html, pages, shots if TAKE_SCREENSHOTS else None)
     bad_status = [(p, s) for p, s in server.requests if p.startswith(f"/{edition}/") and s >= 400]
     assert not bad_status, f"the server answered errors: {bad_status[:10]}"
     assert not problems, "\n".join(f"{page}:\n  " + "\n  ".join(found) for page, found in problems.items())
     chapters = [p for p in pages if p.startswith("chapters/")]
-    assert sorted(p.name for p in shots.glob("*.png")) == sorted(Path(p).stem + ".png" for p in chapters)
+    if TAKE_SCREENSHOTS:
+        assert sorted(p.name for p in shots.glob("*.png")) == sorted(Path(p).stem + ".png" for p in chapters)
 
 
 def _entry(method: str, **params) -> dict:
