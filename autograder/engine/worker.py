@@ -168,12 +168,15 @@ def main(fd: int) -> None:
         if zygote is not None:
             zygote.close()
         return
-    jobs, spare, last = 0, Spare(), None
+    jobs, spare, last, ending = 0, Spare(), None, None
     try:
         while True:
             msg = protocol.recv_blocking(reader, None if last is None else TEARDOWN_AFTER_S)
-            if last is not None:  # the last notebook's processes go now: after the grader judged it, or before the next
-                last.cleanup()
+            if last is not None:  # the last notebook's processes go now: after the grader judged it, or as the next
+                if ending is not None:  # job comes (killed and waited for beside it: the next notebook starts at once)
+                    ending.join()
+                ending = threading.Thread(target=last.cleanup, name="teardown", daemon=True)
+                ending.start()
                 last = None
                 if msg is None and not reader.eof:
                     continue
@@ -189,6 +192,8 @@ def main(fd: int) -> None:
     finally:
         if last is not None:
             last.cleanup()
+        if ending is not None:
+            ending.join()
         spare.take(None)
         zygote.close()
 
