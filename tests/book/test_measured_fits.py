@@ -217,9 +217,9 @@ def tiled_panels() -> list[Panel]:
     """Section 8.5: the largest tensor of the reference tiled_attention (causal, meta tensors) along T, Ttile and K."""
     import solutions.ch8 as reference
 
-    sweeps = [[{"H": 2, "T": T, "K": 8, "Ttile": 16} for T in (256, 512, 1024, 2048)],
-              [{"H": 2, "T": 1024, "K": 8, "Ttile": b} for b in (16, 32, 64, 128)],
-              [{"H": 2, "T": 1024, "K": K, "Ttile": 4} for K in (16, 32, 64, 128)]]
+    sweeps = [[{"H": 2, "T": T, "K": 8, "Ttile": 16} for T in (128, 256, 512, 1024)],
+              [{"H": 2, "T": 512, "K": 8, "Ttile": b} for b in (16, 32, 64, 128)],
+              [{"H": 2, "T": 256, "K": K, "Ttile": 4} for K in (16, 32, 64, 128)]]
     return [([reference.largest_allocation(reference.tiled_attention, s["H"], s["T"], s["K"], s["Ttile"]) for s in sweep],
              sweep) for sweep in sweeps]
 

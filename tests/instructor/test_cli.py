@@ -746,6 +746,7 @@ def engine_ready() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 def test_grade_with_engine_is_resumable(capsys, released, tmp_path, class_zip, monkeypatch) -> None:
@@ -852,6 +853,7 @@ def _answered(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> 
     return nb
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 def test_an_old_release_is_warned_at_collect_and_graded_by_its_own(capsys, released, tmp_path) -> None:

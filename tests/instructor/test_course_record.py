@@ -67,6 +67,7 @@ def test_a_copied_course_never_writes_into_the_original(capsys, graded, tmp_path
     assert not (original / "submitted").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.sandbox
 @pytest.mark.skipif(not engine_ready(), reason="the grading engine (autograder.engine.grade) is not installed")
 def test_grading_a_copy_grades_the_copy(capsys, released, class_zip, tmp_path) -> None:

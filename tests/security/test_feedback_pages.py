@@ -154,6 +154,7 @@ def test_late_penalty_and_comments_are_on_the_page() -> None:
     assert "It is L*T, since ..." in text
 
 
+@pytest.mark.slow
 def test_no_pattern_is_quadratic_on_student_output(tmp_path) -> None:
     """A megabyte and more of adversarial output through every pattern the page runs: finishes (a quadratic pattern would take
     hours: the generous timeout only guards the run)."""
