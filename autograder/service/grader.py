@@ -2,8 +2,8 @@
 `autograder grade` (the same engine, sandbox, judge, gradebook, late policy and feedback refresh).
 
 Each round takes every queued attempt (a student has at most one pending: the service refuses a
-second), puts each attempt's bytes back in submitted/ (a restart may have stopped between the
-upload's two copies), and grades what changed in one engine run, so uploads that arrive together
+second), puts each attempt's bytes back in submitted/ (another command, collect or finalize, may
+have written there since it was accepted), and grades what changed in one engine run, so uploads that arrive together
 share the run's workers. An attempt's result is its grading log when the log's checksum is the
 attempt's; an attempt the engine could not grade is tried again (three gradings at most, a grader
 that stopped the server included), then reported failed with the upload kept.
