@@ -456,3 +456,17 @@ def test_served_text_is_read_once_with_an_html_parser(tmp_path: Path) -> None:
     again, _ = audit.served(edition, folders=[(out / "html", "student/html"), (stage, "student/stage")])
     assert [d.where for d in once] == [d.where for d in again] and count == 3 + len(audit.kit_files(audit.KIT))
     assert not any("_static" in d.where for d in once)
+
+
+def test_a_first_build_starts_the_longest_chapter_first() -> None:
+    """Before this checkout has timed its chapters, publish/first_build_seconds.json orders them (Chapter 4, the
+    longest, first); this checkout's own timings take over; a chapter neither knows comes before both."""
+    from publish.execute import FIRST_BUILD, _expected_seconds
+
+    sources = [c.path for c in select()]
+    order = sorted(sources, key=lambda s: _expected_seconds(s, {}), reverse=True)
+    first = json.loads(FIRST_BUILD.read_text())
+    assert order[0].stem == max((k for k in first if k != "_"), key=first.get) == "ch4_blank_lm"
+    assert {s.stem for s in sources} <= set(first), "a chapter without a first-build time runs first, untimed"
+    assert sorted(sources, key=lambda s: _expected_seconds(s, {"ch0_attention": 1e3}), reverse=True)[0].stem == "ch0_attention"
+    assert _expected_seconds(Path("chapters/ch99_new.py"), {}) > 1e6
