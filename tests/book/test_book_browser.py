@@ -380,6 +380,8 @@ def check_pages(driver, origin: str, html: Path, pages: list[str], shots: Path |
         found += [f"console {e['level']}: {e['message'][:300]}" for e in driver.get_log("browser")
                   if e["level"] == "SEVERE"]
         found += _network_problems(driver.get_log("performance"), origin, urls)
+        if page.startswith("chapters/"):
+            DRAWN_AND_PHONE[base + page] = _drawn_and_phone(driver)
         ids[html / page] = set(info["ids"])
         links += [(page, url) for url in info["links"]]
         if shots is not None and page.startswith("chapters/"):
@@ -510,6 +512,22 @@ return [...document.querySelectorAll('article img')].filter(img => img.naturalWi
 """
 
 
+# A chapter page's figures as drawn at 1366 px and its width on a phone, by URL: read while the render test has the
+# page open (a page typesets its math in seconds; opening each chapter page once per edition, not twice)
+DRAWN_AND_PHONE: dict[str, tuple[list[dict], list[int]]] = {}
+
+
+def _drawn_and_phone(driver) -> tuple[list[dict], list[int]]:
+    """The open page's figures as drawn (DRAWN), then [scroll width, viewport width] on a PHONE."""
+    drawn = driver.execute_script(DRAWN)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    try:
+        width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    return drawn, width
+
+
 def small_text(figures: list[dict], cells: dict[str, tuple[str, float | None]], page: str) -> list[str]:
     """The figures whose smallest text is under MIN_TEXT_PX as drawn (or, not measured, drawn under MIN_IMAGE_SCALE)."""
     small = []
@@ -542,14 +560,13 @@ def test_every_figure_is_readable(edition: str, driver, editions, server) -> Non
     cells = _figure_cells(edition)
     small, phone = [], []
     for page in [p for p in _pages(editions[edition]) if p.startswith("chapters/")]:
-        driver.get(f"{origin}/{edition}/html/{page}")
-        driver.execute_async_script(WAIT_FOR_PAGE)
-        small += small_text(driver.execute_script(DRAWN), cells, page)
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
-        try:
-            width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        finally:
-            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        url = f"{origin}/{edition}/html/{page}"
+        if url not in DRAWN_AND_PHONE:  # not opened by this file's render test (run alone, or deselected)
+            driver.get(url)
+            driver.execute_async_script(WAIT_FOR_PAGE)
+            DRAWN_AND_PHONE[url] = _drawn_and_phone(driver)
+        drawn, width = DRAWN_AND_PHONE[url]
+        small += small_text(drawn, cells, page)
         if width[0] > width[1] + 1:
             phone.append(f"{page}: {width[0]} px wide on a {width[1]} px phone")
     assert not small, "figures too small to read:\n" + "\n".join(small)
