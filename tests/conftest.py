@@ -1,6 +1,6 @@
 """Fixtures shared by several test modules, built once per test run, and the order files are dealt out in.
 
-pytest-xdist (`-n 2 --dist loadfile --no-loadscope-reorder`, scripts/test.sh) gives each worker whole files, in
+pytest-xdist (`-n <cores, 2 to 4> --dist loadfile --no-loadscope-reorder`, scripts/test.sh) gives each worker whole files, in
 the order collected here: files with `slow` tests first, then the chapters' notebooks (nbval), then the rest, so
 the long work starts early and the short files fill the end. A session fixture that several files read (stock
 nbgrader's run, every chapter graded, the example class graded) is built once per run by whichever worker asks
