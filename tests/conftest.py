@@ -1,13 +1,13 @@
 """Fixtures shared by several test modules, built once per test run, and the order files are dealt out in.
 
-pytest-xdist (`-n <cores, 2 to 4> --dist loadfile --no-loadscope-reorder`, scripts/test.sh) gives each worker whole files, in
-the order collected here: files with `slow` tests first, then the chapters' notebooks (nbval), then the rest, so
-the long work starts early and the short files fill the end. A session fixture that several files read (stock
-nbgrader's run, every chapter graded, the example class graded) is built once per run by whichever worker asks
-first, under a lock (the pattern of pytest-xdist's documentation, "Making session-scoped fixtures execute only
-once"); a worker that asks meanwhile waits, and those builds use both cores while it waits. What they build is
-shared: read it, or copy it (`nbs.course_copy`) to change it. The built book is shared the same way by
-publish.build (a lock and a cache on disk).
+pytest-xdist (`-n <cores, 2 to 4> --dist loadfile --no-loadscope-reorder`, scripts/test.sh) gives each worker whole
+files, in the order collected here: files with `slow` tests first (those with browser tests, which read the built
+book, last of them), then the chapters' notebooks (nbval), then the rest, so the long work starts early and the
+short files fill the end. A session fixture that several files read (stock nbgrader's run, every chapter graded, the
+example class graded) is built once per run by whichever worker asks first, under a lock (the pattern of pytest-
+xdist's documentation, "Making session-scoped fixtures execute only once"); a worker that asks meanwhile waits, and
+those builds use both cores while it waits. What they build is shared: read it, or copy it (`nbs.course_copy`) to
+change it. The built book is shared the same way by publish.build (a lock and a cache on disk).
 """
 from __future__ import annotations
 
@@ -41,18 +41,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # ----------------------------------------------------------------------------- order of files
 
-def _file_rank(item: pytest.Item, slow_files: set[str]) -> int:
-    """0: a file with slow tests; 1: a chapter's notebook under nbval; 2: the rest."""
+def _file_rank(item: pytest.Item, slow_files: set[str], browser_files: set[str]) -> int:
+    """0: a file with slow tests; 1: one with slow browser tests, which read the built book (started first, by
+    tests/book/test_book.py: the other worker has other long files to run meanwhile, not a book to wait for);
+    2: a chapter's notebook under nbval; 3: the rest."""
     path = item.nodeid.split("::")[0]
     if path in slow_files:
-        return 0
-    return 1 if path.endswith(".ipynb") else 2
+        return 1 if path in browser_files else 0
+    return 2 if path.endswith(".ipynb") else 3
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long files first (a stable sort: the items of a file keep their order, a notebook's cells theirs)."""
     slow_files = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _file_rank(item, slow_files))
+    browser_files = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("browser")}
+    items.sort(key=lambda item: _file_rank(item, slow_files, browser_files))
 
 
 # ----------------------------------------------------------------------------- built once per run
