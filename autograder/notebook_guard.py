@@ -92,11 +92,29 @@ def parse(raw: bytes) -> dict:
 
 def read(raw: bytes) -> NotebookNode:
     """The notebook in `raw` (nbformat 4), read within the bounds, or UnreadableNotebook saying why not."""
-    import nbformat
+    return notebook(parse(raw))
 
-    data = parse(raw)
+
+def notebook(data: dict) -> NotebookNode:
+    """The notebook (nbformat 4) of `parse`'s JSON, as `nbformat.reads` makes it from the file's text (its version's
+    reader, converted to 4, validated: a failure logged), without encoding and parsing the JSON again; or
+    UnreadableNotebook. `data` itself is not changed (the reader builds new dicts and lists)."""
+    import nbformat
+    from nbformat import reader
+
     try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
+        major, minor = reader.get_version(data)
+        if major not in nbformat.versions:
+            raise nbformat.NBFormatError(f"Unsupported nbformat version {major}")
+        try:
+            nb = nbformat.versions[major].to_notebook_json(data, minor=minor)
+        except AttributeError as exc:
+            raise nbformat.ValidationError(f"The notebook is invalid and is missing an expected key: {exc}") from None
+        nb = nbformat.convert(nb, 4)
+        try:
+            nbformat.validate(nb)
+        except nbformat.ValidationError as exc:
+            nbformat.get_logger().error("Notebook JSON is invalid: %s", exc)
     except Exception as exc:  # noqa: BLE001 - every nbformat failure means the same to a student
         raise UnreadableNotebook(f"the file is not a valid notebook ({str(exc)[:80]})") from None
     if not isinstance(nb.get("cells"), list):

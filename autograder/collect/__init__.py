@@ -28,7 +28,7 @@ only letters, digits and `_ . @ + -` (the whole id: a trailing newline is refuse
 written only inside `submitted/`.
 """
 from autograder.collect.batch import CollectResult, collect, identify, lms_user_id
-from autograder.collect.caps import capped, check_notebook, read_bounded
+from autograder.collect.caps import capped, check_notebook, checked, read_bounded
 from autograder.collect.layouts import (
     LAYOUTS,
     STUDENT_ID,
@@ -48,6 +48,6 @@ from autograder.collect.sources import Budget, Caps, CollectError, Entry, MiB, r
 __all__ = [
     "LAYOUTS", "MANIFEST", "STUDENT_ID", "Budget", "Caps", "CollectError", "CollectResult", "Context", "Entry",
     "Identity", "Layout", "Manifest", "MiB", "Owner", "Placed", "Problem", "Record", "Signatures", "Unplaced",
-    "capped", "check_notebook", "classify", "collect", "compile_pattern", "course_notebooks", "expand",
+    "capped", "check_notebook", "checked", "classify", "collect", "compile_pattern", "course_notebooks", "expand",
     "identify", "is_student_id", "lms_user_id", "owner_of", "place", "read_bounded", "read_source", "read_zip",
 ]

@@ -16,11 +16,17 @@ from autograder.collect.sources import Caps, MiB
 
 def check_notebook(data: bytes) -> str | None:
     """None if `data` is a readable notebook (the one guard, then nbformat), else why not."""
+    return checked(data)[1]
+
+
+def checked(data: bytes) -> tuple[dict | None, str | None]:
+    """`check_notebook`, with the file's JSON (None where it is not a readable notebook) for `capped`."""
     try:
-        notebook_guard.read(data)
+        parsed = notebook_guard.parse(data)
+        notebook_guard.notebook(parsed)
     except notebook_guard.UnreadableNotebook as exc:
-        return f"not a readable notebook: {exc}"
-    return None
+        return None, f"not a readable notebook: {exc}"
+    return parsed, None
 
 
 def too_deep(data: bytes) -> str | None:
@@ -35,10 +41,11 @@ def too_deep(data: bytes) -> str | None:
     return None
 
 
-def capped(data: bytes, caps: Caps) -> tuple[bytes, list[str]]:
+def capped(data: bytes, caps: Caps, parsed: dict | None = None) -> tuple[bytes, list[str]]:
     """A readable notebook's bytes within `caps` (outputs larger than output_bytes dropped, sources longer than
-    cell_bytes cut) and a sentence per cut naming the cell; the bytes unchanged when nothing is cut."""
-    nb = notebook_guard.parse(data)
+    cell_bytes cut) and a sentence per cut naming the cell; the bytes unchanged when nothing is cut. `parsed`:
+    the bytes' JSON as `checked` gave it (changed here), else they are parsed again."""
+    nb = notebook_guard.parse(data) if parsed is None else parsed
     cuts = []
     for k, cell in enumerate(nb.get("cells") or []):
         if not isinstance(cell, dict):

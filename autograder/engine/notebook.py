@@ -80,15 +80,16 @@ def _clean(cell: NotebookNode) -> NotebookNode | None:
 
     if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
         return None
-    cell = copy.deepcopy(cell)
-    cell.setdefault("metadata", nbformat.NotebookNode())
+    code = cell["cell_type"] == "code"
+    cell = nbformat.from_dict({k: v for k, v in cell.items() if not (code and k == "outputs")})  # a deep copy of
+    cell.setdefault("metadata", nbformat.NotebookNode())  # parsed JSON (new dicts and lists), outputs not copied
     if not isinstance(cell.metadata, dict):
         cell.metadata = nbformat.NotebookNode()
     src = cell.get("source", "")
     cell.source = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
-    if cell.cell_type == "code":
+    if code:
         cell.outputs, cell.execution_count = [], None
-    return nbformat.from_dict(cell)
+    return cell
 
 
 def _restore_cell(cell: NotebookNode, original: NotebookNode, notes: list[str]) -> NotebookNode:

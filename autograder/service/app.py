@@ -34,7 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from autograder import config
-from autograder.collect import Caps, MiB, capped, check_notebook, course_notebooks
+from autograder.collect import Caps, MiB, capped, checked, course_notebooks
 from autograder.errors import AutograderError
 from autograder.service import settings as settings_mod
 from autograder.service import views
@@ -204,10 +204,10 @@ def check_notebook_bytes(data: bytes, caps) -> bytes:
         raise Refused(413, f"the file is larger than {caps.member_bytes // MiB} MiB")
     if not data:
         raise Refused(400, "the file is empty")
-    problem = check_notebook(data)
+    parsed, problem = checked(data)
     if problem:
         raise Refused(400, f"{problem}: not accepted (no attempt was used)")
-    data, _ = capped(data, caps)
+    data, _ = capped(data, caps, parsed)
     if len(data) > caps.notebook_bytes:
         raise Refused(413, f"the notebook is larger than {caps.notebook_bytes // MiB} MiB even without its large "
                            "outputs: clear the outputs (Kernel > Restart and clear output) and upload again")
