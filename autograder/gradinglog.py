@@ -139,7 +139,7 @@ def write(folder: Path, log: NotebookLog) -> None:
         history.setdefault(log.notebook, []).append(entries[log.notebook])
     entries[log.notebook] = log.to_dict()
     whole = {"student": log.student, "assignment": log.assignment, "notebooks": entries, "history": history}
-    atomic_write(folder / LOG_NAME, json.dumps(whole, indent=1).encode())
+    atomic_write(folder / LOG_NAME, json.dumps(whole, separators=(",", ":")).encode())  # compact: json's C encoder
 
 
 def history(folder: Path, notebook: str) -> list[NotebookLog]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import warnings
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -121,14 +122,23 @@ def release_checksums(gb, assignment: str, notebook: str) -> dict[str, str]:
 
 def write_outputs(sub: Submission, nb: nbformat.NotebookNode, log: NotebookLog) -> None:
     """The autograded notebook and this notebook's entry of grading_log.json, each replaced atomically."""
-    import nbformat
-
     sub.out_dir.mkdir(parents=True, exist_ok=True)
-    gradinglog.atomic_write(sub.out_dir / f"{sub.notebook}.ipynb", nbformat.v4.writes(nb).encode())  # no re-validation
+    gradinglog.atomic_write(sub.out_dir / f"{sub.notebook}.ipynb", ipynb_bytes(nb))
     gradinglog.write(sub.out_dir, log)
     stamp = sub.path.parent / "timestamp.txt"
     if stamp.is_file():
         gradinglog.atomic_write(sub.out_dir / "timestamp.txt", stamp.read_bytes())
+
+
+def ipynb_bytes(nb: nbformat.NotebookNode) -> bytes:
+    """`nb` as nbformat's v4 writer writes it (sources and outputs split in lines, transient metadata dropped, keys
+    sorted; no re-validation), but compact: without an indent json's C encoder writes it, several times faster."""
+    import nbformat
+    from nbformat.v4.nbjson import BytesEncoder
+    from nbformat.v4.rwbase import split_lines, strip_transient
+
+    nb = strip_transient(split_lines(nbformat.from_dict(nb)))  # from_dict: a copy (new dicts and lists), `nb` unchanged
+    return json.dumps(nb, cls=BytesEncoder, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def timestamp(sub: Submission) -> dt.datetime | None:

@@ -157,3 +157,22 @@ def test_a_file_past_the_size_cap_is_not_read(tmp_path: Path) -> None:
         f.truncate(nbmod.MAX_BYTES + 1)  # sparse: no disk used
     with pytest.raises(nbmod.UnreadableNotebook, match="MiB"):
         nbmod.read_submission(path)
+
+
+def test_the_guard_reads_as_nbformat_and_the_graded_notebook_is_written_as_nbformat_writes(source) -> None:
+    """The guard builds the notebook from its own parse (no second JSON parse) and the engine writes it compact:
+    both equal nbformat's reads and writes, for version 4 and for a version 3 file converted."""
+    from autograder import notebook_guard
+    from autograder.engine.store import ipynb_bytes
+
+    source = nbformat.from_dict(source)
+    source.cells[0].metadata["trusted"] = True  # transient: nbformat's writer drops it
+    text = nbformat.writes(source)
+    v3 = nbformat.writes(nbformat.convert(nbformat.reads(text, as_version=4), 3))
+    assert notebook_guard.read(text.encode()) == nbformat.reads(text, as_version=4)
+    no_ids = lambda nb: [{k: v for k, v in c.items() if k != "id"} for c in nb.cells]  # noqa: E731 (random on upgrade)
+    assert no_ids(notebook_guard.read(v3.encode())) == no_ids(nbformat.reads(v3, as_version=4))
+    assert json.loads(ipynb_bytes(source)) == json.loads(nbformat.v4.writes(source))
+    assert source.cells[0].metadata["trusted"] and isinstance(source.cells[0].source, str)  # the caller's unchanged
+    with pytest.raises(notebook_guard.UnreadableNotebook, match="not a valid notebook"):
+        notebook_guard.read(b'{"nbformat": 9, "cells": []}')
