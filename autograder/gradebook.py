@@ -8,6 +8,7 @@ or `open_db`, and the release step reaches nbgrader's apps through `api`.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,20 +31,27 @@ def venv_bin_on_path() -> None:
 
 _KEPT: dict[tuple[str, str], object] = {}  # (db_url, course_id) -> a SQLAlchemy engine kept open (`kept`)
 _KEEPING = [0]  # how many `kept` scopes are open in this process
+_WAL = [False]  # `kept(wal=True)`: a SQLite gradebook kept open is switched to WAL
 
 
 @contextmanager
-def kept() -> Iterator[None]:
+def kept(wal: bool = False) -> Iterator[None]:
     """While open, `open_db` keeps each gradebook's SQLAlchemy engine (its connections and compiled statements)
     for the next open, instead of building nbgrader's Gradebook (tables inspected and created, course checked)
     and disposing of it each time: for a long-lived process that opens the same gradebook again and again (the
-    submission service). Every open still gets a session of its own, which reads what the database holds now."""
+    submission service). Every open still gets a session of its own, which reads what the database holds now.
+
+    `wal`: a SQLite gradebook's journal becomes WAL (kept in the file: every later reader, nbgrader's included,
+    reads it as before, on a local file system only, as the service's own database); synchronous stays FULL, so a
+    commit is on disk when it returns, as with SQLite's default rollback journal, at one sync instead of several."""
     _KEEPING[0] += 1
+    _WAL[0] = _WAL[0] or wal
     try:
         yield
     finally:
         _KEEPING[0] -= 1
         if not _KEEPING[0]:
+            _WAL[0] = False
             engines = list(_KEPT.values())
             _KEPT.clear()
             for engine in engines:
@@ -61,6 +69,8 @@ def open_db(db_url: str, course_id: str) -> Iterator:  # -> nbgrader.api.Gradebo
         gb = Gradebook(db_url, course_id=course_id)
         if _KEEPING[0]:
             _KEPT[(db_url, course_id)] = gb.engine
+            if _WAL[0] and gb.engine.dialect.name == "sqlite":
+                _wal(gb.engine)
     else:
         gb = _reopened(Gradebook, engine, course_id)
     try:
@@ -70,6 +80,18 @@ def open_db(db_url: str, course_id: str) -> Iterator:  # -> nbgrader.api.Gradebo
             gb.db.remove()  # the session ends; the engine stays for the next open
         else:
             gb.close()
+
+
+def _wal(engine) -> None:
+    """The SQLite database of `engine` in WAL mode (kept in its file). synchronous stays SQLite's default, FULL (a
+    commit syncs the WAL before it returns: tests/instructor/test_service_kept_state.py checks it)."""
+    raw = engine.raw_connection()  # the DBAPI's (sqlite3) connection, from the engine's pool
+    try:
+        raw.cursor().execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError:  # another process holds the database now: its journal stays as it is
+        pass
+    finally:
+        raw.close()
 
 
 def _reopened(cls, engine, course_id: str):  # -> nbgrader.api.Gradebook

@@ -84,8 +84,8 @@ class Grader:
             self.engine.close()
 
     def _loop(self) -> None:
-        with gradebook.kept():  # the gradebook's engine stays open between rounds (its schema work paid once)
-            self._rounds()
+        with gradebook.kept(wal=True):  # the gradebook's engine stays open between rounds (its schema work paid once),
+            self._rounds()  # its journal WAL (front/instructors.md)
 
     def _rounds(self) -> None:
         while not self.stopping.is_set():

@@ -57,6 +57,33 @@ def test_a_kept_gradebook_sees_what_another_writer_committed(tmp_path: Path) -> 
     assert not gradebook._KEPT  # the last scope closed disposes of what it kept
 
 
+def test_the_services_gradebook_is_wal_with_every_commit_synced_and_others_read_it(tmp_path: Path) -> None:
+    """kept(wal=True) (the service's grader): a SQLite gradebook's journal becomes WAL, each of its connections
+    synchronous=FULL (a commit on disk when it returns); kept() alone changes nothing; another reader sees the rows."""
+    import sqlite3
+
+    from nbgrader.api import Base, Gradebook
+    from sqlalchemy import create_engine
+
+    path = tmp_path / "gradebook.db"
+    url = f"sqlite:///{path}"
+    made = create_engine(url)
+    Base.metadata.create_all(made)
+    made.dispose()
+    mode = lambda: sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]  # noqa: E731
+    with gradebook.kept(), gradebook.open_db(url, "course101") as gb:
+        gb.add_student("s01")
+    assert mode() == "delete"
+    with gradebook.kept(wal=True):
+        with gradebook.open_db(url, "course101") as gb:
+            gb.add_student("s02")
+            assert gb.db.connection().exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert mode() == "wal"
+        with Gradebook(url, course_id="course101") as other:  # nbgrader's own, as a batch command opens it
+            assert sorted(s.id for s in other.students) == ["s01", "s02"]
+    assert mode() == "wal"  # kept in the file
+
+
 def test_an_attempt_placed_again_is_not_rewritten_and_a_different_one_is(tmp_path: Path) -> None:
     path = tmp_path / "submitted" / "s01" / "ch1" / "nb.ipynb"
     durable_write(path, b'{"a": 1}')
