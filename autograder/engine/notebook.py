@@ -43,8 +43,9 @@ def read_submission(path: Path) -> NotebookNode:
     return notebook_guard.read_file(path)
 
 
-def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
-    """The submission with the source's locked cells and metadata put back (see module doc)."""
+def restore(submission: NotebookNode, source: NotebookNode, owned: bool = False) -> Restored:
+    """The submission with the source's locked cells and metadata put back (see module doc). `owned`: the caller
+    hands `submission` over (a notebook just read), so its cells are changed in place rather than copied."""
     import nbformat
 
     src = {gid: c for c in source.cells if (gid := grade_id(c))}
@@ -52,7 +53,7 @@ def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
     result = Restored(nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata)))
     seen: set[str] = set()
     for cell in submission.cells:
-        cell = _clean(cell)
+        cell = _clean(cell, owned)
         if cell is None:
             continue
         gid = grade_id(cell)
@@ -74,15 +75,17 @@ def restore(submission: NotebookNode, source: NotebookNode) -> Restored:
     return result
 
 
-def _clean(cell: NotebookNode) -> NotebookNode | None:
-    """A copy of `cell` without outputs; None for something that is not a cell."""
+def _clean(cell: NotebookNode, owned: bool = False) -> NotebookNode | None:
+    """`cell` (a copy unless `owned`) without outputs; None for something that is not a cell."""
     import nbformat
 
     if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
         return None
     code = cell["cell_type"] == "code"
-    cell = nbformat.from_dict({k: v for k, v in cell.items() if not (code and k == "outputs")})  # a deep copy of
-    cell.setdefault("metadata", nbformat.NotebookNode())  # parsed JSON (new dicts and lists), outputs not copied
+    if not owned:  # a deep copy of parsed JSON (new dicts and lists), the outputs not copied
+        cell = {k: v for k, v in cell.items() if not (code and k == "outputs")}
+    cell = nbformat.from_dict(cell) if not owned or not isinstance(cell, nbformat.NotebookNode) else cell
+    cell.setdefault("metadata", nbformat.NotebookNode())
     if not isinstance(cell.metadata, dict):
         cell.metadata = nbformat.NotebookNode()
     src = cell.get("source", "")

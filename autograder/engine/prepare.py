@@ -97,7 +97,7 @@ class Preparer:
             return job
         drawn = self.judge.ask_trials(job.seed, src.checks)  # drawn in the judge process while this one reads the file
         try:
-            job.restored = nbmod.restore(nbmod.read_submission(sub.path), src.nb)
+            job.restored = nbmod.restore(nbmod.read_submission(sub.path), src.nb, owned=True)
         except nbmod.UnreadableNotebook as exc:
             job.problem = f"the submitted {sub.notebook}.ipynb could not be read: {exc}"
         finally:

@@ -176,3 +176,18 @@ def test_the_guard_reads_as_nbformat_and_the_graded_notebook_is_written_as_nbfor
     assert source.cells[0].metadata["trusted"] and isinstance(source.cells[0].source, str)  # the caller's unchanged
     with pytest.raises(notebook_guard.UnreadableNotebook, match="not a valid notebook"):
         notebook_guard.read(b'{"nbformat": 9, "cells": []}')
+
+
+def test_a_notebook_handed_over_restores_as_a_copy_does(source) -> None:
+    """restore(owned=True) (the engine's: a notebook just read) changes the submission's cells in place and gives what
+    restore gives on a copy; without it the submission is left as it was."""
+    sub = nbformat.from_dict(source)
+    for cell in sub.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [nbformat.v4.new_output("stream", text="x")], 3
+    sub.cells[0].source = ["# a", "\n b"]
+    before = json.dumps(sub, sort_keys=True)
+    copied = nbmod.restore(sub, source)
+    assert json.dumps(sub, sort_keys=True) == before
+    owned = nbmod.restore(nbmod.notebook_guard.read(before.encode()), source, owned=True)
+    assert owned.nb == copied.nb and owned.notes == copied.notes
