@@ -26,12 +26,11 @@ from tests.adversarial import attacks_for, build
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 ATTACKS = attacks_for("ch1")
-# cell_seconds 4, grace 1: a cell's time leaves out waiting for a CPU, and no cell of an honest notebook of this
-# batch that ends by itself took over 2 s at load ~12 (under 1 s to run and judge the whole notebook); wall_factor 5:
-# a notebook whose own processes starve its clock (fork_bomb: 64 spinning processes, so the cell's time barely
-# moves) is stopped at its wall-clock bound, (4 + 1) x 5 = 25 s of both cores spinning, not (8 + 2) x 5 = 50 s as
-# before (every attack that runs to a limit costs the lane its limit).
-LIMITS = Limits(cell_seconds=4, grace_seconds=1, notebook_seconds=120, wall_factor=5, memory_mb=1024, procs=64,
+# wall_factor 5: a notebook whose own processes starve its clock (fork_bomb: 64 spinning processes, so the cell's
+# time, which leaves out waiting for a CPU, barely moves) is stopped at its wall-clock bound, (8 + 2) x 5 = 50 s,
+# not (8 + 2) x 10 = 100 s of both cores spinning (110 s at load ~12 here); an honest notebook of this batch takes
+# under 1 s to run and judge, and no cell of one that ends by itself took over 2 s, at that load.
+LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, wall_factor=5, memory_mb=1024, procs=64,
                 disk_mb=64, judge_seconds=5)
 
 
