@@ -258,7 +258,9 @@ def test_in_a_browser_sign_in_upload_result_wrong_token_oversize_and_the_limit(s
 @pytest.mark.filterwarnings("ignore")
 def test_grade_and_serve_run_on_a_dask_cluster_through_the_cli(tmp_path: Path) -> None:
     """`autograder grade --scheduler` and `autograder serve --scheduler` on a LocalCluster (one worker process):
-    the same scores as the reference gives (a correct notebook full marks, a wrong one loses its cell)."""
+    the same scores as the reference gives (a correct notebook full marks, a wrong one loses its cell), each graded
+    in the engine's sandbox on the Dask worker (its grading log reports no network). The engine's Dask backend
+    (`grade(scheduler=...)`) is tested here, through the commands that reach it: one cluster a lane."""
     distributed = pytest.importorskip("dask.distributed")
     from autograder import cli
     from coursenb.chapters import select
@@ -287,3 +289,6 @@ def test_grade_and_serve_run_on_a_dask_cluster_through_the_cli(tmp_path: Path) -
             server.stop()
     assert result["state"] == "done"
     assert nbs.scores(course, chapter, "wrong") == {g: 0.0 if g in wrong.loses else p for g, p in points.items()}
+    for student in ("right", "wrong"):
+        log = json.loads((course / "autograded" / student / "ch1" / "grading_log.json").read_text())
+        assert all(nb["sandbox"]["network"].startswith("none") for nb in log["notebooks"].values()), log
