@@ -12,35 +12,21 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
-import nbformat
 import pytest
 
 from autograder import collect, course
 from autograder.collect import layouts
 from autograder.collect.sources import Entry
-from coursenb import cells
 from coursenb.chapters import select
 from tests import nbgrader_support as nbs
 from tests.adversarial import collect as attacks
+from tests.instructor import test_collect
 
 CHAPTER = select(["ch1"])[0]
 NB = CHAPTER.notebook
 
-
-@pytest.fixture(scope="module")
-def course_dir(tmp_path_factory) -> Path:
-    """A Chapter-1 course: config, source and release notebooks (no gradebook yet)."""
-    root = tmp_path_factory.mktemp("collect_attacks") / "course"
-    source = course.source_notebook(CHAPTER)
-    for folder, nb in (("source", source), ("release", cells.release(source))):
-        (root / folder / "ch1").mkdir(parents=True)
-        nbformat.write(nb, root / folder / "ch1" / f"{NB}.ipynb")
-    (root / "nbgrader_config.py").write_text(course.config_text())
-    return root
-
-
-def release(course_dir: Path) -> bytes:
-    return (course_dir / "release" / "ch1" / f"{NB}.ipynb").read_bytes()
+course_dir = test_collect.course_dir  # a Chapter-1 course (config, source, release), one per module
+release = test_collect.release_bytes
 
 
 def placed(course_dir: Path) -> dict[str, bytes]:
