@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures as futures
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -116,10 +117,16 @@ def _timings() -> dict[str, float]:
 FIRST_BUILD = Path(__file__).with_name("first_build_seconds.json")  # a first build's order, before any timing here
 
 
+@functools.cache
+def _first_build_seconds() -> dict[str, object]:
+    """FIRST_BUILD, read once per process (the sort asks once per chapter)."""
+    return json.loads(FIRST_BUILD.read_text())
+
+
 def _expected_seconds(src: Path, timings: dict[str, float]) -> float:
     """Last measured run time (here, else FIRST_BUILD's); a notebook neither knows comes first, later chapters before
     earlier. Longest first: a first build that started Chapter 4 (the longest) fifth ended with one core idle."""
-    known = {**json.loads(FIRST_BUILD.read_text()), **timings}
+    known = {**_first_build_seconds(), **timings}
     if isinstance(known.get(src.stem), (int, float)):
         return known[src.stem]
     number = re.match(r"ch(\d+)", src.stem)
