@@ -128,36 +128,26 @@ class Child:
     def send(self, header: dict, blobs: list[bytes] = (), timeout: float | None = None) -> None:
         protocol.send(self.sock.fileno(), header, blobs, timeout=timeout)
 
-    def signal(self, sig: int) -> None:
-        """Signal the runner (the soft time limit)."""
-        fd = self.pidfds.get("runner")
-        if fd is not None:
-            try:
-                signal.pidfd_send_signal(fd, sig)
-            except OSError:
-                pass
+    def signal(self, sig: int, names: tuple[str, ...] = ("runner",)) -> None:
+        """Send `sig` to the notebook's processes `names` that are still known (the runner alone: the soft time limit);
+        one already gone is no error."""
+        for name in names:
+            fd = self.pidfds.get(name)
+            if fd is not None:
+                try:
+                    signal.pidfd_send_signal(fd, sig)
+                except OSError:
+                    pass
 
     def stop(self) -> None:
         """SIGSTOP the notebook's init and runner: nothing of it runs any more (its teardown, `kill` and `close`,
         may come later)."""
-        for name in ("init", "runner"):
-            fd = self.pidfds.get(name)
-            if fd is not None:
-                try:
-                    signal.pidfd_send_signal(fd, signal.SIGSTOP)
-                except OSError:
-                    pass
+        self.signal(signal.SIGSTOP, ("init", "runner"))
 
     def kill(self) -> None:
         """SIGKILL the notebook: its init, so the kernel kills everything in its PID namespace."""
         self.killed = True
-        for name in ("init", "runner", "keeper"):
-            fd = self.pidfds.get(name)
-            if fd is not None:
-                try:
-                    signal.pidfd_send_signal(fd, signal.SIGKILL)
-                except OSError:
-                    pass
+        self.signal(signal.SIGKILL, ("init", "runner", "keeper"))
         if self.group is not None:
             self.group.kill()
 
