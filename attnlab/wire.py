@@ -24,7 +24,12 @@ class WireError(ValueError):
 def encode(obj: Plain) -> bytes:
     """Nested plain data -> bytes (a length-prefixed JSON skeleton, then .npy blobs)."""
     arrays: list[np.ndarray] = []
-    skeleton = _skeleton(obj, arrays, depth=0)
+    return frame(_skeleton(obj, arrays, depth=0), arrays)
+
+
+def frame(skeleton: object, arrays: list[np.ndarray]) -> bytes:
+    """A skeleton and its arrays as the message's bytes: the skeleton's JSON length (8 bytes, little-endian), the
+    JSON, then each array as .npy (what `decode` reads; the skeleton's placeholders name the arrays)."""
     head = json.dumps(skeleton).encode()
     buf = io.BytesIO()
     buf.write(len(head).to_bytes(8, "little"))

@@ -2,8 +2,6 @@
 parse or judge student data run under a memory bound. Each test fails with its bound removed."""
 from __future__ import annotations
 
-import io
-import json
 import subprocess
 import sys
 
@@ -16,14 +14,8 @@ from autograder.engine import membound
 
 
 def _message(skeleton: object, *arrays: np.ndarray) -> bytes:
-    """A wire message written by hand (what a student's process may send instead of `wire.encode`)."""
-    head = json.dumps(skeleton).encode()
-    buf = io.BytesIO()
-    buf.write(len(head).to_bytes(8, "little"))
-    buf.write(head)
-    for a in arrays:
-        np.save(buf, a, allow_pickle=False)
-    return buf.getvalue()
+    """A wire message with a skeleton written by hand (what a student's process may send instead of `wire.encode`)."""
+    return wire.frame(skeleton, list(arrays))
 
 
 def _tensor(index: int, dtype: str, shape: list[int]) -> dict:
