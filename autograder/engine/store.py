@@ -189,10 +189,11 @@ def record_grades(gb, sub: Submission, scores: dict[str, float | None], responde
                   cache: dict | None = None) -> None:
     """Set the auto scores (and "No response." comments) of one notebook, then commit.
 
-    Plain UPDATEs on nbgrader's grade and comment rows (one per cell, by id), as
-    SaveAutoGrades would set them, without loading every row's computed properties.
+    Plain UPDATEs on nbgrader's grade and comment rows, as SaveAutoGrades would set them, without loading every
+    row's computed properties: the notebook's rows found by one SELECT each, then one executemany per table, by id.
     """
     from nbgrader.api import Comment, Grade, MissingEntry
+    from sqlalchemy import bindparam, case, select, update
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Object of type")
@@ -207,17 +208,22 @@ def record_grades(gb, sub: Submission, scores: dict[str, float | None], responde
         source = gb.find_notebook(sub.notebook, sub.assignment)  # (a manual answer is both: one name, two ids)
         cache[key] = ({c.name: c.id for c in source.grade_cells}, {c.name: c.id for c in source.solution_cells})
     grade_ids, solution_ids = cache[key]
-    updated = 0
-    for gid, score in scores.items():
-        updated += gb.db.query(Grade).filter(Grade.notebook_id == nb.id, Grade.cell_id == grade_ids.get(gid)).update(
-            {Grade.auto_score: score,
-             Grade.needs_manual_grade: Grade.manual_score.isnot(None) if score is not None else True},
-            synchronize_session=False)
-    if updated != len(scores):
+    grade, comment = Grade.__table__, Comment.__table__
+    rows = dict(gb.db.execute(select(grade.c.cell_id, grade.c.id).where(grade.c.notebook_id == nb.id)).all())
+    found = [(rows[cell], score) for gid, score in scores.items() if (cell := grade_ids.get(gid)) in rows]
+    if len(found) != len(scores):
         gb.db.rollback()
-        raise RuntimeError(f"{sub.key}: the gradebook has {updated} of the {len(scores)} graded cells; "
+        raise RuntimeError(f"{sub.key}: the gradebook has {len(found)} of the {len(scores)} graded cells; "
                            "was the assignment released again during grading?")
-    for gid, answered in responded.items():
-        gb.db.query(Comment).filter(Comment.notebook_id == nb.id, Comment.cell_id == solution_ids.get(gid)).update(
-            {Comment.auto_comment: None if answered else "No response."}, synchronize_session=False)
+    if found:  # needs_manual_grade: an unscored cell needs one; a scored one only if a manual score overrides it
+        gb.db.execute(update(grade).where(grade.c.id == bindparam("row")).values(
+            auto_score=bindparam("score"),
+            needs_manual_grade=case((bindparam("scored"), grade.c.manual_score.isnot(None)), else_=True)),
+            [{"row": row, "score": score, "scored": score is not None} for row, score in found])
+    rows = dict(gb.db.execute(select(comment.c.cell_id, comment.c.id).where(comment.c.notebook_id == nb.id)).all())
+    said = [{"row": rows[cell], "said": None if answered else "No response."}
+            for gid, answered in responded.items() if (cell := solution_ids.get(gid)) in rows]
+    if said:
+        gb.db.execute(update(comment).where(comment.c.id == bindparam("row")).values(auto_comment=bindparam("said")),
+                      said)
     gb.db.commit()
