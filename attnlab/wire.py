@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,26 +88,55 @@ def _arrays(buf: bytearray) -> list[np.ndarray]:
     """The .npy arrays stored one after another in `buf`, each a view of it (no copy)."""
     view, arrays, at = memoryview(buf), [], 0
     while at < len(buf):
-        stream = io.BytesIO(view[at:at + 65536 + 16])  # a header is at most 64 KiB
-        version = np.lib.format.read_magic(stream)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-        else:
-            raise WireError(f"unknown .npy version {version}")
+        found = _saved_header(buf, at)
+        if found is not None:
+            shape, fortran, dtype, start = found
+        else:  # any other header: numpy's own reader (the same checks follow)
+            stream = io.BytesIO(view[at:at + 65536 + 16])  # a header is at most 64 KiB
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+            else:
+                raise WireError(f"unknown .npy version {version}")
+            start = at + stream.tell()
         if fortran or dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None \
                 or not dtype.isnative or dtype.kind not in "biufc":
             raise WireError(f"unsupported stored array ({dtype}, fortran order {fortran})")
         count = 1
         for d in shape:
             count *= int(d)
-        start = at + stream.tell()
         if start + count * dtype.itemsize > len(buf):
             raise WireError("a stored array is larger than the message")
         arrays.append(np.frombuffer(buf, dtype=dtype, count=count, offset=start).reshape(shape))
         at = start + count * dtype.itemsize
     return arrays
+
+
+# the version 1.0 header `np.save` writes for a C-ordered array of plain numbers: {'descr': '<f4',
+# 'fortran_order': False, 'shape': (2, 3), } padded with spaces to a newline; a number without leading zeros
+_SAVED = re.compile(rb"\{'descr': '([<>|][biufc][1-9][0-9]?)', 'fortran_order': False, "
+                    rb"'shape': \(((?:(?:0|[1-9][0-9]{0,17}), )*(?:0|[1-9][0-9]{0,17})?|(?:0|[1-9][0-9]{0,17}),)\), \} *\n")
+_DTYPES: dict[bytes, np.dtype] = {}
+
+
+def _saved_header(buf: bytearray, at: int) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    """(shape, fortran order, dtype, where the data starts) of the array at `at` when its header is exactly as
+    `np.save` writes a plain array (read without numpy's `ast.literal_eval` of it); None for any other header."""
+    if buf[at:at + 8] != b"\x93NUMPY\x01\x00":
+        return None
+    end = at + 10 + int.from_bytes(buf[at + 8:at + 10], "little")
+    m = _SAVED.fullmatch(buf, at + 10, end) if end <= len(buf) else None
+    if m is None:
+        return None
+    descr = m[1]
+    dtype = _DTYPES.get(descr)
+    if dtype is None:
+        dtype = _DTYPES.setdefault(descr, np.lib.format.descr_to_dtype(descr.decode()))
+    text = m[2].decode()
+    shape = tuple(int(d) for d in text.rstrip(",").split(", ")) if text else ()
+    return shape, False, dtype, end
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,28 @@ def test_malformed_stored_arrays_are_refused() -> None:
         wire.decode(long_skeleton)
 
 
+def test_the_header_np_save_writes_is_read_as_numpy_reads_it_and_any_other_by_numpy() -> None:
+    """`wire` reads the .npy header `np.save` writes without numpy's literal_eval: the same shape and dtype for every
+    dtype and shape sent; a header written otherwise (a leading zero, Fortran order) is left to numpy's reader."""
+    import io
+    import itertools
+
+    for dtype, shape in itertools.product(("<f4", "<f8", "<f2", "|i1", "<i8", "|u1", "|b1", "<c8"),
+                                          [(), (0,), (1,), (12,), (2, 3), (3, 0, 2), (1, 1, 1, 10)]):
+        stored = io.BytesIO()
+        np.save(stored, np.zeros(shape, dtype=dtype), allow_pickle=False)
+        raw = bytearray(stored.getvalue())
+        stream = io.BytesIO(raw)
+        np.lib.format.read_magic(stream)
+        assert wire._saved_header(raw, 0) == (*np.lib.format.read_array_header_1_0(stream), stream.tell())
+    text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (01,), }"
+    header = text + b" " * (53 - len(text)) + b"\n"
+    assert wire._saved_header(bytearray(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header), 0) is None
+    stored = io.BytesIO()
+    np.save(stored, np.asfortranarray(np.zeros((2, 2))), allow_pickle=False)
+    assert wire._saved_header(bytearray(stored.getvalue()), 0) is None
+
+
 _ALLOCATE = """
 import sys
 from autograder.engine import membound
