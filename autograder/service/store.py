@@ -12,6 +12,7 @@ queued -> grading -> done | failed; a restart puts every `grading` row back in t
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import config
@@ -160,7 +161,7 @@ class Attempt:
     state: str
     tries: int
     graded_at: dt.datetime | None
-    result: dict | None
+    result_json: str | None = field(repr=False)  # the result as stored: read (`result`) only where it is used
     error: str | None
     seq: int
 
@@ -169,7 +170,13 @@ class Attempt:
         return cls(row["id"], row["student"], row["assignment"], row["notebook"], row["sha256"], row["size"],
                    dt.datetime.fromisoformat(row["received_at"]), row["state"], row["tries"],
                    dt.datetime.fromisoformat(row["graded_at"]) if row["graded_at"] else None,
-                   json.loads(row["result"]) if row["result"] else None, row["error"], row["seq"])
+                   row["result"] or None, row["error"], row["seq"])
+
+    @functools.cached_property
+    def result(self) -> dict | None:
+        """The attempt's grading log (a dict), once done; None before (the JSON is read on first use: a page lists
+        every attempt of a chapter, and shows one result)."""
+        return json.loads(self.result_json) if self.result_json else None
 
     @property
     def pending(self) -> bool:

@@ -152,7 +152,7 @@ def counting(store: Store, settings: Settings, cfg: config.CourseConfig, student
     the attempt's credit, the later of two equal), else the one the course's record chooses (the instructor's pin,
     else the course's rule: `autograder attempts`, whatever its credit); None when nothing graded counts yet (or
     what counts came from elsewhere, such as an LMS download)."""
-    done = [a for a in store.attempts(student, assignment, limit=ALL) if a.state == "done" and a.result]
+    done = [a for a in store.attempts(student, assignment, limit=ALL) if a.state == "done" and a.result_json]
     if not done:
         return None
     if settings.final == "best":
