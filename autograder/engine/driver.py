@@ -19,6 +19,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autograder.engine import cgroups, protocol
@@ -224,9 +225,11 @@ class Driver:
     """Runs one job's cells through as many children as it takes; `run()` returns the result frame."""
 
     def __init__(self, job: dict, blobs: list[bytes], zygote, plan: Plan, limits: Limits, name: str,
-                 spare: Spare | None = None) -> None:
+                 spare: Spare | None = None, meanwhile: Callable[[], None] | None = None) -> None:
         self.job, self.blobs, self.zygote, self.plan, self.limits, self.name = job, blobs, zygote, plan, limits, name
         self.spare = spare
+        self.meanwhile = meanwhile  # the worker's chores (the last notebook's teardown), once the first cell runs
+        self.spare_go: dict | None = None  # the next notebook's child is made then too, for this sandbox
         self.sources = [blobs[i] for i in job["cells"]]
         n = len(self.sources)
         self.records: list[dict | None] = [None] * n
@@ -265,7 +268,19 @@ class Driver:
         for k in range(n):
             if self.records[k] is None:
                 self.records[k] = {"status": "skipped", "reason": "not run (the notebook stopped before this cell)"}
+        self.begun()
         return self._result(time.perf_counter() - started)
+
+    def begun(self) -> None:
+        """Once: the worker's `meanwhile`, and the spare made for the next notebook. Called as the first cell starts
+        (threads started then cost the notebook nothing: this thread waits for the cell), or after a run that ran
+        no cell."""
+        chores, self.meanwhile = self.meanwhile, None
+        if chores is not None:
+            chores()
+        go, self.spare_go = self.spare_go, None
+        if go is not None:
+            self.spare.make(self.zygote, self.plan, go, f"{self.name}-next", self.limits, self.max_frame)
 
     def stop(self) -> None:
         """After the result is sent: the last child's processes stop at once (`cleanup` ends them)."""
@@ -310,7 +325,7 @@ class Driver:
             self.infra = str(exc)
             return False
         if self.spare is not None and self.children == 1:  # the next notebook's child, made while this one runs
-            self.spare.make(self.zygote, self.plan, go, f"{self.name}-next", self.limits, self.max_frame)
+            self.spare_go = go
         self.sandbox = {**self.plan.report(), **child.report}
         oom_before = oom_kills()
         replay = set(range(self.next_live))
@@ -367,6 +382,7 @@ class Driver:
         except OSError as exc:
             raise Dead(f"the notebook's process closed its channel to the grader ({exc.strerror})") from None
         clock = Clock(child.pids.get("runner"))
+        self.begun()  # the cell runs: the worker's chores go on beside it, not before it
         soft_sent = False
         reports: list[tuple[str, list[bytes]]] = []
         while True:

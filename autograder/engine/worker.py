@@ -168,32 +168,40 @@ def main(fd: int) -> None:
         if zygote is not None:
             zygote.close()
         return
-    jobs, spare, last, ending = 0, Spare(), None, None
+    jobs, spare, last, retired, ending = 0, Spare(), None, None, None
+
+    def teardown(driver: Driver) -> None:
+        """A notebook's processes go, in a thread (killed and waited for beside what runs next)."""
+        nonlocal ending
+        if ending is not None:
+            ending.join()
+        ending = threading.Thread(target=driver.cleanup, name="teardown", daemon=True)
+        ending.start()
+
     try:
         while True:
             msg = protocol.recv_blocking(reader, None if last is None else TEARDOWN_AFTER_S)
-            if last is not None:  # the last notebook's processes go now: after the grader judged it, or as the next
-                if ending is not None:  # job comes (killed and waited for beside it: the next notebook starts at once)
-                    ending.join()
-                ending = threading.Thread(target=last.cleanup, name="teardown", daemon=True)
-                ending.start()
+            if last is not None and (msg is None or msg.kind != "job"):  # no job came: the last notebook goes now,
+                teardown(last)  # after the grader judged it
                 last = None
                 if msg is None and not reader.eof:
                     continue
             if msg is None or msg.kind != "job":
                 return
             jobs += 1
+            retired, last = last, None  # a job came first: the last notebook goes once the new one's first cell runs
             driver = Driver(msg.header, msg.blobs, zygote, plan, Limits.from_dict(msg.header["limits"]),
-                            f"s{slot}-j{jobs}", spare)
+                            f"s{slot}-j{jobs}", spare, (lambda d=retired: teardown(d)) if retired is not None else None)
             header, blobs = driver.run()
             protocol.send(fd, header, blobs)
             driver.stop()  # stopped at once; torn down (the kernel freeing its memory) off the grader's critical path:
             last = driver  # not while the grader judges it
     finally:
-        if last is not None:
-            last.cleanup()
         if ending is not None:
             ending.join()
+        for done in (retired, last):  # (cleanup twice is once)
+            if done is not None:
+                done.cleanup()
         spare.take(None)
         zygote.close()
 
