@@ -71,6 +71,7 @@ class Engine:
         self.selfchecked: set[str] = set()  # checks whose reference a kept engine has judged against itself
         self.todo: list[store.Submission] = []  # the run's submissions
         self.checked = False  # whether the run's `_check` is done
+        self.recorded: Callable[[store.Submission, NotebookLog], None] | None = None  # told each committed log
 
     # ---- the run -----------------------------------------------------------------------
     def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
@@ -247,6 +248,8 @@ class Engine:
         if header:
             self.queue.measured(job.sub, log.execution_time)
         write_s, gradebook_s = self.recorder.write(gb, job, done, log, src)
+        if self.recorded is not None:  # the notebook's log and grades are committed: its result is final
+            self.recorded(job.sub, log)
         worker_s = header.get("seconds") if type(header.get("seconds")) in (int, float) else 0.0
         ready_s = header.get("ready_seconds") if type(header.get("ready_seconds")) in (int, float) else 0.0
         for name, value in (("judge", t1 - t0), ("write", write_s), ("gradebook", gradebook_s),

@@ -5,8 +5,10 @@ Each round takes every queued attempt (a student has at most one pending: the se
 second), puts each attempt's bytes back in submitted/ (another command, collect or finalize, may
 have written there since it was accepted), and grades what changed in one engine run, so uploads that arrive together
 share the run's workers. An attempt's result is its grading log when the log's checksum is the
-attempt's; an attempt the engine could not grade is tried again (three gradings at most, a grader
-that stopped the server included), then reported failed with the upload kept.
+attempt's, recorded as soon as the engine has committed that log and its grades (the run's late policy
+and feedback refresh follow, as in `autograder grade`); an attempt the engine could not grade is tried
+again (three gradings at most, a grader that stopped the server included), then reported failed with
+the upload kept.
 """
 from __future__ import annotations
 
@@ -127,23 +129,33 @@ class Grader:
             self.store.place(a.student, a.assignment, a.notebook, data, a.received_at, resync=False)
         chapters = {a.assignment for a in batch}
         error = None
+        waiting = {(a.student, a.assignment, a.notebook): a for a in batch}
+
+        def recorded(sub, log) -> None:  # the engine committed a notebook's log and grades: its result is final,
+            a = waiting.get((sub.student, sub.assignment, sub.notebook))  # told now (the late policy follows)
+            if a is not None and log.submission_sha256 == a.sha256:
+                del waiting[(a.student, a.assignment, a.notebook)]
+                self._finish(a, log)
+        options = self.engine_options()
+        if "engine" in options:
+            options["engine"].recorded = recorded
         try:  # force=False: what is graded already (a log committed before a stop) is not graded again
             done = Course(self.course_dir).grade(chapters.pop() if len(chapters) == 1 else None,
                                                  sorted({a.student for a in batch}),
-                                                 workers=self.workers, force=False, progress=False,
-                                                 **self.engine_options())
+                                                 workers=self.workers, force=False, progress=False, **options)
             start = getattr(done.summary, "worker_start_s", None)
             self.status.worker_start_s = start if start else self.status.worker_start_s
         except CourseError as exc:
             error = str(exc)
             self.status.error(f"grading stopped: {error}")
+        finally:
+            if "engine" in options:
+                options["engine"].recorded = None
         left = []
-        for a in batch:
+        for a in waiting.values():
             log = gradinglog.read(self.course_dir / "autograded" / a.student / a.assignment, a.notebook)
             if log is not None and log.submission_sha256 == a.sha256:
-                self.store.finish(a.id, log.to_dict(), None)
-                self.status.graded += 1
-                self._recorded()
+                self._finish(a, log)
             else:
                 left.append(a)
         if left:
@@ -154,6 +166,11 @@ class Grader:
         self.status.rounds += 1
         self.status.grading = []
         self.status.last_round_s = time.perf_counter() - started
+
+    def _finish(self, a: Attempt, log: gradinglog.NotebookLog) -> None:
+        self.store.finish(a.id, log.to_dict(), None)
+        self.status.graded += 1
+        self._recorded()
 
     def _recorded(self) -> None:
         for listener in self.listeners:
