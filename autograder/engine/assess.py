@@ -69,19 +69,10 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
     """Score a notebook from its result frame (see module doc)."""
     nb = job.restored.nb
     raw = header.get("cells") if isinstance(header.get("cells"), list) else []
+    ran = [raw[p] if p < len(raw) else None for p in range(len(job.code))]
     records, reports = [], []
-    items_left, bytes_left = limits.total_output_items, limits.total_output_bytes
-    for p, idx in enumerate(job.code):
-        rec_in = raw[p] if p < len(raw) else None
-        rec = _record(rec_in)
-        records.append(rec)
-        cell = nb.cells[idx]
-        cell.outputs = scoring.outputs_from(_blob(blobs, rec_in.get("outputs") if isinstance(rec_in, dict) else None),
-                                            min(limits.cell_output_bytes, max(bytes_left, 0)),
-                                            min(limits.cell_output_items, max(items_left, 1)), rec["count"])
-        items_left -= len(cell.outputs)
-        bytes_left -= sum(scoring.output_size(o) for o in cell.outputs)
-        cell.execution_count = rec["count"]
+    for rec_in in ran:
+        records.append(_record(rec_in))
         mine = []
         for r in (rec_in.get("reports") if isinstance(rec_in, dict) and isinstance(rec_in.get("reports"), list) else []):
             if isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and isinstance(r[1], list):
@@ -90,7 +81,19 @@ def assess(job: Job, header: dict, blobs: list[bytes], judge: JudgeClient, limit
     wanted = [(name, outs) for p, idx in enumerate(job.code) if cells.is_test(nb.cells[idx])
               and records[p]["status"] not in ("killed", "skipped")
               for name, outs in reports[p] if name in cells.hidden_check_names(nb.cells[idx].source)]
-    found = judge.verdicts(job.seed, job.trials, wanted, limits.judge_seconds) if wanted else []
+    judged = judge.ask_verdicts(job.seed, job.trials, wanted, limits.judge_seconds) if wanted else list
+    try:
+        items_left, bytes_left = limits.total_output_items, limits.total_output_bytes
+        for p, idx in enumerate(job.code):  # the cells' outputs, while the judge process judges
+            rec_in, rec, cell = ran[p], records[p], nb.cells[idx]
+            cell.outputs = scoring.outputs_from(_blob(blobs, rec_in.get("outputs") if isinstance(rec_in, dict) else None),
+                                                min(limits.cell_output_bytes, max(bytes_left, 0)),
+                                                min(limits.cell_output_items, max(items_left, 1)), rec["count"])
+            items_left -= len(cell.outputs)
+            bytes_left -= sum(scoring.output_size(o) for o in cell.outputs)
+            cell.execution_count = rec["count"]
+    finally:  # read, whatever happened here: the judge's answers never wait for the next notebook's request
+        found = judged()
     decided = {(name, digest(outs)): (v.passed, v.message) for (name, outs), v in zip(wanted, found)}
 
     def verdict(name: str, outs: list[bytes]) -> tuple[bool, str]:

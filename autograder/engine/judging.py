@@ -160,6 +160,12 @@ class JudgeClient:
     def verdicts(self, seed: int, trials: dict[str, bytes], reports: list[tuple[str, list[bytes]]],
                  budget: float) -> list[Verdict]:
         """The verdict of each (check, outcome blobs) of one notebook, within `budget` CPU seconds."""
+        return self.ask_verdicts(seed, trials, reports, budget)()
+
+    def ask_verdicts(self, seed: int, trials: dict[str, bytes], reports: list[tuple[str, list[bytes]]],
+                     budget: float) -> Callable[[], list[Verdict]]:
+        """`verdicts`, asked now and read when the returned function is called (the judge process judges while the
+        caller does something else; its budget counts from now); it must be called before the next request."""
         t0 = time.perf_counter()
         out: list[Verdict | None] = [None] * len(reports)
         keys = []
@@ -170,6 +176,7 @@ class JudgeClient:
                 self.cache.move_to_end(key)
                 out[i] = self.cache[key]
         todo = [i for i, v in enumerate(out) if v is None]
+        since = (0.0, 0.0)
         if todo:
             blobs: list[bytes] = []
             checks = []
@@ -177,21 +184,28 @@ class JudgeClient:
                 name, outcomes = reports[i]
                 checks.append([name, len(outcomes)])
                 blobs.extend(outcomes)
+            self.start()
+            since = (_cpu_seconds(self.proc.pid), time.monotonic())  # the budget starts before the judge reads
             self._ask({"k": "judge", "seed": seed, "checks": checks}, blobs)
-            self._collect(todo, out, budget)
-        for i, key in zip(range(len(reports)), keys):
-            v = out[i]
-            if v.final and key not in self.cache:
-                self.cache[key] = v
-                if len(self.cache) > 20_000:
-                    self.cache.popitem(last=False)
-        self.seconds += time.perf_counter() - t0
-        return out  # type: ignore[return-value]
 
-    def _collect(self, todo: list[int], out: list, budget: float) -> None:
-        """Read verdicts as they come; past the budget, stop the judge and fail the rest."""
+        def collect() -> list[Verdict]:
+            if todo:
+                self._collect(todo, out, budget, since)
+            for i, key in zip(range(len(reports)), keys):
+                v = out[i]
+                if v.final and key not in self.cache:
+                    self.cache[key] = v
+                    if len(self.cache) > 20_000:
+                        self.cache.popitem(last=False)
+            self.seconds += time.perf_counter() - t0
+            return out  # type: ignore[return-value]
+        return collect
+
+    def _collect(self, todo: list[int], out: list, budget: float, since: tuple[float, float]) -> None:
+        """Read verdicts as they come; past the budget (CPU and wall seconds counted from `since`), stop the judge and
+        fail the rest."""
         pid = self.proc.pid
-        cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+        cpu0, wall0 = since
         got = 0
         while got < len(todo):
             used = _cpu_seconds(pid) - cpu0
