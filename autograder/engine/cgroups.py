@@ -163,6 +163,17 @@ class Group:
             pass
         return out
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds every process of the cgroup took together (cpu.stat's usage_usec; None if unreadable)."""
+        try:
+            for line in Path(self.path, "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
+
     def kill(self) -> None:
         """SIGKILL every process in the cgroup."""
         try:

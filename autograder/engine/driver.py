@@ -6,7 +6,9 @@ child can only answer: `report` (a hidden check's outcomes, attributed to the ce
 worker is running) and `done` (the cell's outputs). A frame of any other kind, at any
 other time, or over its size is the end of the child, charged to the running cell. Time
 limits count the runner's time not spent waiting for a CPU (its scheduler statistics, read
-here), so a loaded machine never uses them up; a wall-clock cap of `wall_factor` times each
+here), so a loaded machine never uses them up, or, when larger, the CPU time of all the
+notebook's processes together divided by its threads (a notebook that forks busy processes
+uses its time up at the rate it takes CPUs); a wall-clock cap of `wall_factor` times each
 limit still applies. When a child dies at cell k, a fresh one replays the cells before k
 (their outputs and reports discarded), cell k is marked with the reason, and grading goes on.
 """
@@ -60,23 +62,60 @@ def oom_kills() -> int:
     return 0
 
 
-class Clock:
-    """Time a process had (or could have had) a CPU: wall time minus its runqueue wait."""
+TICK = os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
+
+def tree_cpu(root: int) -> float | None:
+    """CPU seconds (user + system) of process `root` and every process under it, ended ones included: a live process's
+    own time, and its reaped children's through its cutime and cstime (None if /proc does not say for `root`).
+    Read top-down, a process reaped during the walk is missed until the next reading, never counted twice."""
+    ticks, todo, first = 0, [root], True
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    todo.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            if first:
+                return None
+        first = False
+    return ticks / TICK
+
+
+class Clock:
+    """Time a notebook had (or could have had) a CPU: its runner's wall time minus its runqueue wait, or, when larger,
+    the CPU time its processes took together (`cpu`, read from a cell's `TREE_AFTER_S`-th second on) over its
+    `threads`."""
+
+    TREE_AFTER_S = 0.25  # a cell that ends sooner reads no process tree
+
+    def __init__(self, pid: int | None, cpu: Callable[[], float | None] | None = None, threads: int = 1) -> None:
+        self.pid, self.cpu, self.threads = pid, cpu, max(1, threads)
         self.wall0 = time.monotonic()
         self.wait0 = runqueue_wait(pid) if pid else None
+        self.base: tuple[float, float] | None = None  # (effective seconds, CPU seconds) when the tree was first read
 
     def wall(self) -> float:
         return time.monotonic() - self.wall0
 
     def effective(self) -> float:
         wall = self.wall()
-        if self.wait0 is None or self.pid is None:
-            return wall
-        now = runqueue_wait(self.pid)
-        return wall if now is None else max(0.0, wall - max(0.0, now - self.wait0))
+        own = wall
+        if self.wait0 is not None and self.pid is not None:
+            now = runqueue_wait(self.pid)
+            own = wall if now is None else max(0.0, wall - max(0.0, now - self.wait0))
+        if self.cpu is None or wall < self.TREE_AFTER_S:
+            return own
+        used = self.cpu()
+        if used is None:
+            return own
+        if self.base is None:
+            self.base = (own, used)
+        return max(own, self.base[0] + (used - self.base[1]) / self.threads)
 
 
 @dataclass
@@ -151,6 +190,15 @@ class Child:
         self.signal(signal.SIGKILL, ("init", "runner", "keeper"))
         if self.group is not None:
             self.group.kill()
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the notebook's processes took together: its cgroup's, else the process tree under its init."""
+        if self.group is not None:
+            used = self.group.cpu_seconds()
+            if used is not None:
+                return used
+        init = self.pids.get("init")
+        return tree_cpu(init) if init else None
 
     def ended(self) -> bool:
         fd = self.pidfds.get("init")
@@ -303,12 +351,15 @@ class Driver:
                 self.records[k] = {"status": "skipped", "reason": reason}
         self.next_live = len(self.records)
 
+    def threads(self) -> int:
+        """The notebook's torch threads (the job's)."""
+        return max(1, int(self.job.get("threads", 1)))
+
     def go(self) -> dict:
         # tasks of the sandbox's user besides the notebook's own: the zygote (user namespace), the init of this
         # notebook and the spare's init and runner
         nproc_base = self.zygote.tasks() + 4 if self.plan.mode == "userns" else 3
-        threads = max(1, int(self.job.get("threads", 1)))
-        return self.plan.go(self.limits, nproc_base=nproc_base, threads=threads,
+        return self.plan.go(self.limits, nproc_base=nproc_base, threads=self.threads(),
                             max_job_frame=self.max_frame + self.limits.files_bytes + (16 << 20))
 
     def _child(self, cells: list[int]) -> bool:
@@ -381,7 +432,7 @@ class Driver:
                 from None
         except OSError as exc:
             raise Dead(f"the notebook's process closed its channel to the grader ({exc.strerror})") from None
-        clock = Clock(child.pids.get("runner"))
+        clock = Clock(child.pids.get("runner"), child.cpu_seconds, self.threads())
         self.begun()  # the cell runs: the worker's chores go on beside it, not before it
         soft_sent = False
         reports: list[tuple[str, list[bytes]]] = []

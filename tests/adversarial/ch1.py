@@ -475,8 +475,8 @@ for _ in range(40):
         while True:
             pass
     hogs.append(pid)
-time.sleep(3)
-print(f"{len(hogs)} busy processes for 3 s")
+print(f"{len(hogs)} busy processes")
+time.sleep(60)
 """
 
 _OWN_CHANNEL = """
@@ -499,8 +499,10 @@ ATTACKS += [
            "System V shared memory capped in the notebook's own IPC namespace, memfd refused, tmpfs capped"),
     Attack("setsid_daemons", mutate=_setsid_daemons, lost=(), feedback="processes left: 0",
            why="processes that leave the session still die: with their cell, and with the notebook's PID namespace"),
-    Attack("cpu_hog", "transformer", "{ref}\n" + _CPU_HOG, (), "40 busy processes",
-           "dozens of busy processes: the honest notebooks graded beside it keep their exact grades"),
+    Attack("cpu_hog", "transformer", _CPU_HOG + "{ref}", (TR,), "ran past its time limit",
+           "dozens of busy processes, each its own session, while the runner sleeps: their CPU time is the cell's, "
+           "which is stopped at its limit (long before the wall-clock cap); the honest notebooks graded beside it "
+           "keep their exact grades"),
     # ---- the grader trusts nothing a child sends ----------------------------------------------------
     Attack("forged_ready", "parallel_time_serial", "{ref}\n" + _FORGE + """
 _forge({"k": "ready", "sandbox": {"network": "host network", "files": "everything"}})

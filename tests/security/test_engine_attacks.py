@@ -26,10 +26,10 @@ from tests.adversarial import attacks_for, build
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
 ATTACKS = attacks_for("ch1")
-# wall_factor 5: a notebook whose own processes starve its clock (fork_bomb: 64 spinning processes, so the cell's
-# time, which leaves out waiting for a CPU, barely moves) is stopped at its wall-clock bound, (8 + 2) x 5 = 50 s,
-# not (8 + 2) x 10 = 100 s of both cores spinning (110 s at load ~12 here); an honest notebook of this batch takes
-# under 1 s to run and judge, and no cell of one that ends by itself took over 2 s, at that load.
+# A fork bomb's or a CPU hog's cell is charged the CPU time of all its processes (over its one thread): it is stopped
+# at its 8 s (+ 2 s grace) of CPU, a few seconds of wall time on 2 cores, not at the wall-clock cap. wall_factor 5
+# bounds what the CPU clock cannot see, (8 + 2) x 5 = 50 s; an honest notebook of this batch takes under 1 s to run
+# and judge, and no cell of one that ends by itself took over 2 s, at load ~12.
 LIMITS = Limits(cell_seconds=8, grace_seconds=2, notebook_seconds=120, wall_factor=5, memory_mb=1024, procs=64,
                 disk_mb=64, judge_seconds=5)
 

@@ -297,6 +297,40 @@ def test_waiting_for_a_cpu_is_not_counted() -> None:
             os.waitpid(pid, 0)
 
 
+def test_processes_a_notebook_forks_use_its_time() -> None:
+    """A fork bomb's shape: the runner and three processes it forked spin on one CPU, so the runner waits for it three
+    quarters of the time and its own clock runs at a quarter of the wall. The notebook's clock counts the CPU of its
+    whole process tree (over its one thread), about four times the runner's own: the bomb meets its cell's limit at
+    the rate it takes CPUs, not at the wall-clock cap."""
+    import signal
+    import time
+
+    from autograder.engine.driver import Clock, runqueue_wait, tree_cpu
+
+    if runqueue_wait(os.getpid()) is None:
+        pytest.skip("this kernel does not report run-queue waits")
+    runner = os.fork()
+    if runner == 0:
+        os.setpgid(0, 0)
+        os.sched_setaffinity(0, {0})
+        for _ in range(3):
+            if os.fork() == 0:
+                break
+        while True:
+            pass
+    try:
+        time.sleep(0.2)  # its children forked
+        own, notebook = Clock(runner), Clock(runner, lambda: tree_cpu(runner), threads=1)
+        deadline = time.monotonic() + 120
+        while (tree_cpu(runner) or 0) - (notebook.base[1] if notebook.base else 0) < 1.0 and time.monotonic() < deadline:
+            notebook.effective()  # the first reading past TREE_AFTER_S sets its base
+            time.sleep(0.1)
+        assert notebook.effective() > 2 * own.effective() > 0, (notebook.effective(), own.effective())
+    finally:
+        os.killpg(runner, signal.SIGKILL)
+        os.waitpid(runner, 0)
+
+
 def test_a_notebook_stops_running_when_its_result_is_sent() -> None:
     """The worker tears a notebook's processes down after the grader has judged it (`worker.TEARDOWN_AFTER_S`), but
     stops them at once (`Driver.stop`): a thread the notebook left running gets no CPU after its result."""
