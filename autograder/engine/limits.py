@@ -10,7 +10,8 @@ class Limits:
 
     Times are seconds; sizes in MiB unless named otherwise. Cell and notebook times count the
     time the notebook's process was not waiting for a CPU (a loaded machine does not use them up;
-    its sleeps do), never more than `wall_factor` times the limit in wall-clock time.
+    its sleeps do), or the CPU time its processes took together over its `threads` when that is
+    larger, never more than `wall_factor` times the limit in wall-clock time.
     `memory_mb` bounds the private memory one process adds to the warm zygote (RLIMIT_DATA, and
     the address space); with a cgroup, all of the notebook's processes, tmpfs and shared memory
     together. `procs` bounds its tasks (processes and threads).
