@@ -15,12 +15,14 @@ limit still applies. When a child dies at cell k, a fresh one replays the cells 
 from __future__ import annotations
 
 import os
+import queue
 import select
 import signal
 import socket
 import struct
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -238,7 +240,8 @@ class Spare:
     for one): its fork and namespaces are off the next notebook's critical path."""
 
     def __init__(self) -> None:
-        self.thread: threading.Thread | None = None
+        self.chores = Chores("spare")
+        self.built: threading.Event | None = None  # set once the spare asked for last is made (or failed)
         self.child: Child | None = None
         self.go: dict | None = None
 
@@ -252,21 +255,60 @@ class Spare:
                 self.child = None
 
         self.go, self.child = go, None
-        self.thread = threading.Thread(target=build, name="spare", daemon=True)
-        self.thread.start()
+        self.built = self.chores.put(build)
 
     def take(self, go: dict | None) -> Child | None:
         """The spare if it was made for `go`, else None (and it goes)."""
-        if self.thread is None:
+        if self.built is None:
             return None
-        self.thread.join()
-        self.thread, child, self.child = None, self.child, None
+        self.built.wait()
+        self.built, child, self.child = None, self.child, None
         if child is not None and go is not None and go == self.go:
             return child
         if child is not None:
             child.kill()
             child.close()
         return None
+
+    def close(self) -> None:
+        """The spare goes, and its thread."""
+        self.take(None)
+        self.chores.close()
+
+
+class Chores:
+    """A thread of the worker's that runs what it is handed, in order: handing a chore over costs the caller no
+    thread start (no wait for the new thread to be scheduled, nor for the GIL it takes)."""
+
+    def __init__(self, name: str) -> None:
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while (chore := self.queue.get()) is not None:
+            chore()
+
+    def put(self, chore: Callable[[], None]) -> threading.Event:
+        """Run `chore` after those handed over before; the event is set once it ran (or raised: the worker's log
+        has the traceback, and the next chore runs)."""
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                chore()
+            except Exception:  # noqa: BLE001 - one failed chore (a teardown) must not stop the next ones
+                traceback.print_exc()
+            finally:
+                done.set()
+
+        self.queue.put(run)
+        return done
+
+    def close(self) -> None:
+        """Once every chore handed over so far has run, the thread ends."""
+        self.queue.put(None)
+        self.thread.join()
 
 
 class Driver:

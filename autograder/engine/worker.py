@@ -19,7 +19,7 @@ import threading
 import time
 
 from autograder.engine import protocol, seccomp
-from autograder.engine.driver import Driver, Spare
+from autograder.engine.driver import Chores, Driver, Spare
 from autograder.engine.limits import Limits
 from autograder.engine.sandbox import Plan, SandboxError, layout
 
@@ -168,15 +168,11 @@ def main(fd: int) -> None:
         if zygote is not None:
             zygote.close()
         return
-    jobs, spare, last, retired, ending = 0, Spare(), None, None, None
+    jobs, spare, last, retired, endings = 0, Spare(), None, None, Chores("teardown")
 
     def teardown(driver: Driver) -> None:
-        """A notebook's processes go, in a thread (killed and waited for beside what runs next)."""
-        nonlocal ending
-        if ending is not None:
-            ending.join()
-        ending = threading.Thread(target=driver.cleanup, name="teardown", daemon=True)
-        ending.start()
+        """A notebook's processes go, in a thread of their own (killed and waited for beside what runs next)."""
+        endings.put(driver.cleanup)
 
     try:
         while True:
@@ -197,12 +193,11 @@ def main(fd: int) -> None:
             driver.stop()  # stopped at once; torn down (the kernel freeing its memory) off the grader's critical path:
             last = driver  # not while the grader judges it
     finally:
-        if ending is not None:
-            ending.join()
+        endings.close()
         for done in (retired, last):  # (cleanup twice is once)
             if done is not None:
                 done.cleanup()
-        spare.take(None)
+        spare.close()
         zygote.close()
 
 
