@@ -807,10 +807,32 @@ def order_statements(docs: list[Doc], checks: dict) -> list[str]:
                 if not isinstance(value, sympy.Expr):
                     continue
                 for part, what in parts.items():
-                    ratio = sympy.simplify(value / part)
-                    if not ratio.free_symbols and ratio.is_positive:
+                    if _positive_multiple(value, part):
                         hits.append(f"{where}: {candidate!r} after the problem is {what} of {qualified}")
     return sorted(set(hits))
+
+
+_POINTS = ((2.3, 3.1, 1.7, 4.3, 2.9, 3.7, 1.3, 5.1), (5.3, 1.9, 4.1, 2.7, 6.1, 1.4, 3.3, 2.2))  # sizes to evaluate at
+
+
+def _positive_multiple(value, part) -> bool:
+    """Whether `value` is a positive number times `part` (sympy expressions). `cancel` decides for a rational ratio
+    (its canonical form is a number exactly when the ratio is one); a ratio it leaves with logarithms or roots that
+    takes two values at two points is not a number either; `simplify`, many times slower, decides the rest."""
+    import sympy
+
+    ratio = sympy.cancel(value / part)
+    if ratio.free_symbols and ratio.is_rational_function():
+        return False
+    if ratio.free_symbols:
+        symbols = sorted(ratio.free_symbols, key=str)
+        with contextlib.suppress(TypeError, ValueError):  # more sizes than a point has, or no finite value there
+            a, b = (complex(ratio.evalf(subs=dict(zip(symbols, point, strict=True)))) for point in
+                    (p[:len(symbols)] for p in _POINTS))
+            if abs(a - b) > 1e-9 * (abs(a) + abs(b)):
+                return False
+        ratio = sympy.simplify(ratio)
+    return not ratio.free_symbols and bool(ratio.is_positive)
 
 
 # ---------------------------------------------------------------- fragments of equation answers (the kit)

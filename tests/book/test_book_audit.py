@@ -329,3 +329,16 @@ def test_the_kit_spells_no_marker_the_student_edition_refuses() -> None:
     text = audit.kit_text()
     assert not [m for m in nbcells.MARKERS if m in text]  # (the kit defines hidden_check itself)
     assert [m for m in nbcells.MARKERS if m in text + "### BEGIN HIDDEN TESTS"], "a planted marker is found"
+
+
+def test_a_positive_multiple_is_decided_by_cancel_or_simplify() -> None:
+    """`cancel` decides rational ratios (a number or not); a ratio it leaves with a logarithm goes on to `simplify`."""
+    import sympy
+
+    T, J = sympy.symbols("T J", positive=True)
+    assert leaks._positive_multiple(3 * T**2 * J / 2, T**2 * J)
+    assert not leaks._positive_multiple(-T**2, T**2)
+    assert not leaks._positive_multiple(T**3 + T, T**2)
+    assert leaks._positive_multiple(sympy.log(T**2), sympy.log(T))
+    assert not leaks._positive_multiple(T * sympy.log(T), T)  # log(T): not rational, and no number after simplify
+    assert leaks._positive_multiple(sympy.sqrt(T) * sympy.log(T * J), sympy.sqrt(T) * (sympy.log(T) + sympy.log(J)))
