@@ -51,6 +51,7 @@ LAYERS: list[tuple[set[str], str]] = [
 LAZY_MODULES: dict[str, str] = {
     "nbgrader": "imports SQLAlchemy, nbconvert and traitlets' apps: after the sandboxes start",
     "traitlets": "nbgrader's configuration loader: only where nbgrader_config.py is read or an app made",
+    "sqlalchemy": "nbgrader's database layer: the gradebook's bulk updates, where nbgrader is imported",
     "nbformat": "imports jsonschema: where a notebook is read or written, after the sandboxes start",
     "matplotlib": "the report's plots; in the sandbox, the zygote's warm-up",
     "torch": "the judge's and the zygote's, in their own processes",
