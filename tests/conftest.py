@@ -25,6 +25,9 @@ import pytest
 from coursenb.chapters import Chapter, select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
+from tests.adversarial import attacks_for
+from tests.adversarial import build as build_attack
+from tests.adversarial import expected as expected_of
 
 # ----------------------------------------------------------------------------- threads
 
@@ -114,7 +117,9 @@ def stock_chapter1(tmp_path_factory) -> StockRun:
 
 class EveryChapter(NamedTuple):
     """Every chapter released in one course; for each, the source, the untouched release and each wrong
-    implementation submitted (students `source`, `release`, `wrong<k>`) and graded by the engine in one run."""
+    implementation submitted (students `source`, `release`, `wrong<k>`), and beside them the chapter's attacks of
+    tests/adversarial but Chapter 1's (which have their own batch, tests/security/test_engine_attacks.py; students
+    named as the attacks), graded by the engine in one run."""
 
     course: Path
     expected: dict[str, dict[str, dict[str, float]]]  # {assignment: {student: {grade_id: points}}}
@@ -132,7 +137,9 @@ def invariant_chapters() -> list[Chapter]:
 @pytest.fixture(scope="session")
 def every_chapter_graded(tmp_path_factory) -> EveryChapter:
     """The engine's run over every chapter's invariants (tests/equivalence/test_invariants_engine.py), whose Chapter 1 part is also
-    compared with stock nbgrader (tests/equivalence/test_engine_vs_stock_cells.py)."""
+    compared with stock nbgrader (tests/equivalence/test_engine_vs_stock_cells.py), and the attacks graded beside them
+    (tests/security/test_engine_attacks.py)."""
+    from autograder import course
     from autograder.engine import grade
 
     chapters = invariant_chapters()
@@ -146,6 +153,9 @@ def every_chapter_graded(tmp_path_factory) -> EveryChapter:
             subs = {"source": (src, points), "release": (nbs.release_nb(chapter, course_dir), dict.fromkeys(points, 0.0))}
             for k, wrong in enumerate(wrong_for(chapter.assignment)):
                 subs[f"wrong{k}"] = (apply(src, wrong), {g: (0.0 if g in wrong.loses else p) for g, p in points.items()})
+            context = {"assignment": chapter.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
+            for attack in attacks_for(chapter.assignment) if chapter.assignment != "ch1" else []:
+                subs[attack.name] = (build_attack(attack, src, context), expected_of(points, attack))
             for student, (nb, _) in subs.items():
                 nbs.submit(course_dir, chapter, student, nb)
             expected[chapter.assignment] = {student: want for student, (_, want) in subs.items()}

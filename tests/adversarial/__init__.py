@@ -11,6 +11,7 @@ get full marks. `feedback` must appear in the student's grading log or autograde
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,8 +33,15 @@ class Attack:
 
 
 def attacks_for(assignment: str) -> list[Attack]:
-    """The attacks of chapter `assignment` (e.g. 'ch1')."""
+    """The attacks of chapter `assignment` (e.g. 'ch1'); none for a chapter without a module here."""
+    if importlib.util.find_spec(f"tests.adversarial.{assignment}") is None:
+        return []
     return importlib.import_module(f"tests.adversarial.{assignment}").ATTACKS
+
+
+def expected(points: dict[str, float], attack: Attack) -> dict[str, float]:
+    """{grade_id: points} an attack must get, of a notebook's `points`."""
+    return {g: 0.0 if attack.lost == "all" or g in attack.lost else p for g, p in points.items()}
 
 
 def cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:

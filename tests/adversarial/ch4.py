@@ -31,6 +31,38 @@ class FixedVocabHead(nn.Module):
 '''
 
 
+# A right head that searches every object of its process for a trial's private part (the dict at
+# its end: {"kind": "base" | "words" | "rows", ...} for the head alone, {"perm", "held", "t"} for the
+# trained model) or a whole trial (one item more than the student's function is called with); if it
+# finds one, it answers NaN, so the check fails. It searches once per hidden check (the first head
+# made inside each call of `run_trials`, where the trials are in memory if they ever are): a search
+# reads about half a million objects.
+PRYING_HEAD = """
+class BlankHead(nn.Module):
+    def __init__(self, J, U):
+        super().__init__()
+        import gc, sys
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name != "run_trials":
+            frame = frame.f_back
+        self.pried = 0
+        if frame is not None and frame.f_locals.get("trials") is not getattr(BlankHead, "searched", None):
+            BlankHead.searched = frame.f_locals.get("trials")
+            private = lambda o: type(o) is dict and (o.keys() == {"perm", "held", "t"} or (
+                o.keys() in ({"kind"}, {"kind", "base", "perm"}) and o["kind"] in ("base", "words", "rows")))
+            self.pried = sum(1 for o in gc.get_objects()
+                             if private(o) or (type(o) is tuple and len(o) in (7, 9) and private(o[-1])))
+        self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+        self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
+
+    def forward(self, z_fwd_prev, z_bwd_next, E):
+        scores = (torch.einsum("wu,uj,fj->fw", E, self.W_fwd, z_fwd_prev)
+                  + torch.einsum("wu,uj,fj->fw", E, self.W_bwd, z_bwd_next))
+        return torch.log_softmax(scores, dim=-1) + (float("nan") if self.pried else 0.0)
+"""
+
+
+
 def _after(grade_id: str, source: str):
     """A submission with the one-sided head, and an ordinary cell `source` right after the locked cell `grade_id`."""
 
@@ -60,4 +92,8 @@ def fit_blank_lm(*args, **kwargs):
 '''), lost=("test_blank_lm",), feedback="above the Bayes optimum",
            why="the locked cells pin the trainer and the model: test_blank_lm runs the course's fit_blank_lm on the "
                "head test_blank_head judged, whatever cells rebind in between"),
+    Attack("prying_head", cell="blank_head", source=PRYING_HEAD, lost=(), feedback="",
+           why="what reaches the notebook's process is `sent`, the trials without their private parts, for both "
+               "checks: the prying head finds nothing and earns every point (it fails where the parts are: "
+               "tests/checks/test_ch4_checks.py)"),
 ]

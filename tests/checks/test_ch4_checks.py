@@ -1,10 +1,11 @@
 """Chapter 4's hidden checks, graded by behaviour: each defence against an attack that it stops.
 
-Fast but one: no training. The heads are judged through `judge` exactly as the grader does; the trained
+Fast: no training. The heads are judged through `judge` exactly as the grader does; the trained
 model's outputs are stood in for by tensors built from the exact posterior, so each attack on the
 held-out check (peeking at the blank, ignoring the renaming, claiming a low loss) is one tensor.
-The one slow test grades a whole notebook in the engine: a head that searches its process for the
-parts of the trials only the judge may hold (the renaming, the held-out words) finds none.
+In the engine, a head that searches its process for the parts of the trials only the judge may hold (the
+renaming, the held-out words) finds none: it is an attack of tests/adversarial/ch4.py, graded beside every
+chapter's invariants (tests/security/test_engine_attacks.py).
 """
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ from coursenb.chapters import select
 from solutions import ch4
 from solutions.mistakes import source_of
 from solutions.mistakes.ch4 import WRONG
-from tests import nbgrader_support as nbs
-from tests.adversarial import cell
+from tests.adversarial.ch4 import PRYING_HEAD
 
 
 @pytest.fixture(scope="module")
@@ -164,36 +164,6 @@ def test_bad_outputs_fail_with_a_reason(lm_trials, bad) -> None:
     assert not verdict.passed and verdict.message
 
 
-# A right head that searches every object of its process for a trial's private part (the dict at
-# its end: {"kind": "base" | "words" | "rows", ...} for the head alone, {"perm", "held", "t"} for the
-# trained model) or a whole trial (one item more than the student's function is called with); if it
-# finds one, it answers NaN, so the check fails. It searches once per hidden check (the first head
-# made inside each call of `run_trials`, where the trials are in memory if they ever are): a search
-# reads about half a million objects.
-PRYING_HEAD = """
-class BlankHead(nn.Module):
-    def __init__(self, J, U):
-        super().__init__()
-        import gc, sys
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_name != "run_trials":
-            frame = frame.f_back
-        self.pried = 0
-        if frame is not None and frame.f_locals.get("trials") is not getattr(BlankHead, "searched", None):
-            BlankHead.searched = frame.f_locals.get("trials")
-            private = lambda o: type(o) is dict and (o.keys() == {"perm", "held", "t"} or (
-                o.keys() in ({"kind"}, {"kind", "base", "perm"}) and o["kind"] in ("base", "words", "rows")))
-            self.pried = sum(1 for o in gc.get_objects()
-                             if private(o) or (type(o) is tuple and len(o) in (7, 9) and private(o[-1])))
-        self.W_fwd = nn.Parameter(torch.randn(U, J) / J**0.5)
-        self.W_bwd = nn.Parameter(torch.randn(U, J) / J**0.5)
-
-    def forward(self, z_fwd_prev, z_bwd_next, E):
-        scores = (torch.einsum("wu,uj,fj->fw", E, self.W_fwd, z_fwd_prev)
-                  + torch.einsum("wu,uj,fj->fw", E, self.W_bwd, z_bwd_next))
-        return torch.log_softmax(scores, dim=-1) + (float("nan") if self.pried else 0.0)
-"""
-
 
 def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
     """The positive control: in a process that holds whole trials (this one), the prying head finds them."""
@@ -201,43 +171,6 @@ def test_a_prying_head_fails_where_the_private_parts_are(head_trials) -> None:
     verdict = _judge_head(head_trials, head)
     assert not verdict.passed and "NaN" in verdict.message
     assert head.searched is not None
-
-
-@pytest.mark.slow
-@pytest.mark.sandbox
-@pytest.mark.filterwarnings("ignore:Object of type")
-def test_the_engine_sends_no_private_part_to_the_notebook(tmp_path) -> None:
-    """Graded by the engine, the prying head finds nothing and earns every point: what reaches the
-    notebook's process is `sent`, the trials without their private parts, for both checks. In the same
-    batch, the attacks of tests/adversarial/ch4.py (a head swapped after its test, a trainer redefined)
-    lose what they must, and the release earns nothing."""
-    from autograder import course
-    from autograder.engine import Limits, grade
-    from tests.adversarial import attacks_for, build
-
-    chapter = select(["ch4"])[0]
-    course_dir = nbs.make_course(tmp_path / "course", [chapter.assignment])
-    src = nbs.source_nb(chapter, course_dir)
-    context = {"assignment": "ch4", "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
-    for attack in attacks_for("ch4"):
-        nbs.submit(course_dir, chapter, attack.name, build(attack, src, context))
-    nbs.submit(course_dir, chapter, "honest_release", nbs.release_nb(chapter, course_dir))
-    prying = nbformat.from_dict(src)
-    cell(prying, "blank_head").source = PRYING_HEAD.strip()
-    nbs.submit(course_dir, chapter, "prying", prying)
-    summary = grade(course_dir, workers=2, progress=False, limits=Limits(cell_seconds=300, notebook_seconds=900))
-    assert summary.graded == 2 + len(attacks_for("ch4")) and summary.failed == 0
-    points = nbs.max_points(src)
-    scores = nbs.scores(course_dir, chapter, "prying")
-    assert scores == points, scores
-    assert {"test_blank_head", "test_blank_lm"} <= scores.keys()
-    assert not any(nbs.scores(course_dir, chapter, "honest_release").values())
-    for attack in attacks_for("ch4"):
-        got = nbs.scores(course_dir, chapter, attack.name)
-        assert got == {g: 0.0 if g in attack.lost else p for g, p in points.items()}, f"{attack.name}: {attack.why}"
-        folder = course_dir / "autograded" / attack.name / chapter.assignment
-        evidence = (folder / "grading_log.json").read_text() + (folder / f"{chapter.notebook}.ipynb").read_text()
-        assert attack.feedback in evidence, f"{attack.name}: no {attack.feedback!r} in its feedback"
 
 
 def test_the_trained_check_trains_with_the_course_trainer() -> None:

@@ -22,6 +22,7 @@ from coursenb.chapters import select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 from tests.adversarial import attacks_for, build
+from tests.conftest import EveryChapter, invariant_chapters
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
 CHAPTER = select(["ch1"])[0]
@@ -141,35 +142,26 @@ def test_the_batch_reports_its_isolation(batch) -> None:
     assert log["notebooks"][CHAPTER.notebook]["score"] == sum(batch["points"].values())
 
 
-# ------------------------------------------------- the equation judge (Chapter 3), the drawn sizes (Chapter 7)
+# ------------------------------- the equation judge (Chapter 3), the private parts (Chapter 4), the drawn sizes (Chapter 7)
 
-@pytest.fixture(scope="module", params=["ch3", "ch7"])
-def chapter_batch(request, tmp_path_factory) -> dict:
-    """One chapter graded once: its honest source and release beside every attack of tests/adversarial/chN.py."""
-    chapter = select([request.param])[0]
-    course_dir = nbs.make_course(tmp_path_factory.mktemp(f"adversarial_{chapter.assignment}"), [chapter.assignment])
-    src = nbs.source_nb(chapter, course_dir)
-    nbs.submit(course_dir, chapter, "honest_source", src)
-    nbs.submit(course_dir, chapter, "honest_release", nbs.release_nb(chapter, course_dir))
-    context = {"assignment": chapter.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
-    for attack in attacks_for(chapter.assignment):
-        nbs.submit(course_dir, chapter, attack.name, build(attack, src, context))
-    grade(course_dir, workers=2, progress=False, limits=LIMITS, seed=1234)
-    manual = {c.metadata.nbgrader["grade_id"] for c in src.cells
-              if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
-    return {"chapter": chapter, "dir": course_dir, "points": nbs.max_points(src), "manual": manual}
+@pytest.mark.parametrize("assignment", [c.assignment for c in invariant_chapters()
+                                        if c.assignment != "ch1" and attacks_for(c.assignment)])
+def test_chapter_attacks_get_the_right_score_beside_exact_honest_students(every_chapter_graded: EveryChapter,
+                                                                          assignment: str) -> None:
+    """Chapter 3: an equation too large to judge. Chapter 4: a head swapped after its test, a trainer redefined, and
+    a head that searches its process for the trials' private parts (none reaches it: full marks). Chapter 7: functions
+    right only up to the public sizes (T <= 16). Graded in the batch of every chapter's invariants (tests/conftest.py),
+    whose honest students (the source, the release, each mistake) come out exact (tests/equivalence/)."""
+    run, chapter = every_chapter_graded, select([assignment])[0]
 
+    def autograded(student: str) -> tuple[dict, dict]:  # (got, wanted) of the autograded cells (prose waits)
+        want = run.expected[assignment][student]
+        return {g: v for g, v in run.scores[assignment][student].items() if g in want}, want
 
-def test_chapter_attacks_get_the_right_score_beside_exact_honest_students(chapter_batch) -> None:
-    """Chapter 3: an equation too large to judge. Chapter 7: functions right only up to the public sizes (T <= 16)."""
-    chapter, course_dir, points = chapter_batch["chapter"], chapter_batch["dir"], chapter_batch["points"]
-    honest = nbs.scores(course_dir, chapter, "honest_source")
-    auto = set(points) - chapter_batch["manual"]  # a question graded by hand waits for a person
-    assert auto and {g: honest[g] for g in auto} == {g: points[g] for g in auto}
-    release = nbs.scores(course_dir, chapter, "honest_release")
-    assert {g: release[g] for g in auto} == dict.fromkeys(auto, 0.0)
-    for attack in attacks_for(chapter.assignment):
-        got = nbs.scores(course_dir, chapter, attack.name)
-        assert got == {g: 0.0 if g in attack.lost else honest[g] for g in points}, f"{attack.name}: {attack.why}"
-        evidence = _evidence(course_dir, attack.name, chapter)
+    got, want = autograded("source")
+    assert got == want
+    for attack in attacks_for(assignment):
+        got, want = autograded(attack.name)
+        assert got == want, f"{attack.name}: {attack.why}"
+        evidence = _evidence(run.course, attack.name, chapter)
         assert attack.feedback.lower() in evidence.lower(), f"{attack.name}: no {attack.feedback!r} in its feedback"
