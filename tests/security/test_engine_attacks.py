@@ -21,7 +21,7 @@ from autograder.engine import Limits, grade
 from coursenb.chapters import select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.adversarial import attacks_for, build
+from tests.adversarial import attacks_for, build, expected
 from tests.conftest import EveryChapter, invariant_chapters
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
@@ -83,10 +83,6 @@ def _other_checkout(folder: Path) -> Path:
     return folder
 
 
-def _expected(points: dict[str, float], lost) -> dict[str, float]:
-    return {g: 0.0 if lost == "all" or g in lost else p for g, p in points.items()}
-
-
 def _evidence(course_dir: Path, student: str, chapter=CHAPTER) -> str:
     """Everything the student's feedback is made of: the log and the autograded notebook."""
     folder = course_dir / "autograded" / student / chapter.assignment
@@ -94,14 +90,14 @@ def _evidence(course_dir: Path, student: str, chapter=CHAPTER) -> str:
 
 
 def test_honest_students_are_exact(batch) -> None:
-    for student, expected in batch["honest"].items():
-        assert nbs.scores(batch["dir"], CHAPTER, student) == expected, student
+    for student, want in batch["honest"].items():
+        assert nbs.scores(batch["dir"], CHAPTER, student) == want, student
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
 def test_attack_gets_the_right_score(batch, attack) -> None:
     got = nbs.scores(batch["dir"], CHAPTER, attack.name)
-    assert got == _expected(batch["points"], attack.lost), f"{attack.name}: {attack.why}"
+    assert got == expected(batch["points"], attack), f"{attack.name}: {attack.why}"
     evidence = _evidence(batch["dir"], attack.name)
     assert attack.feedback.lower() in evidence.lower(), f"{attack.name}: no {attack.feedback!r} in its feedback"
     assert "LEAKED" not in evidence and "NETWORK OPEN" not in evidence
