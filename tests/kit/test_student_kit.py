@@ -346,14 +346,16 @@ def test_validate_fails_a_chapter_4_head_that_reads_one_side(tmp_path: Path) -> 
 def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -> None:
     """A student's first hour, from the zip `autograder release` writes, in a fresh virtual environment.
 
-    torch==2.13.0 is installed first: this machine cannot reach download.pytorch.org, and pip takes
-    the CPU wheel from local disk (pip's configured find-links, /opt/wheels here). Then the kit
-    with the README's command minus `--extra-index-url` (that index only serves torch, installed
-    already), and the chapter's visible tests through `python -m attnlab.validate`: the untouched
-    release reports its stubs and is not ready; with the stubs filled in every visible test passes.
-    pip runs with `--no-compile`: it byte-compiles nothing ahead (about 1.3 GB of packages, jupyterlab's and
-    torch's thousands of modules), and Python compiles what the steps below import as they import it; what is
-    installed, and what each step runs, is the same.
+    torch==2.13.0 is there first, as the README's index would give it: this machine cannot reach
+    download.pytorch.org, so the venv sees this interpreter's own torch (its top-level packages and metadata,
+    linked into a folder of their own that a .pth names; `_torch_only`), not a 700 MB wheel unpacked again,
+    which would test pip rather than the kit. Then the kit with the README's command minus `--extra-index-url`
+    (that index only serves torch): pip checks the kit's torch pin against that metadata and installs
+    everything else, torch's own requirements included. Then the chapter's visible tests through `python -m
+    attnlab.validate`: the untouched release reports its stubs and is not ready; with the stubs filled in every
+    visible test passes. pip runs with `--no-compile`: it byte-compiles nothing ahead (jupyterlab's thousands
+    of modules), and Python compiles what the steps below import as they import it; what is installed, and
+    what each step runs, is the same.
     """
     course_dir = tmp_path / "course"
     assert cli.main(["release", "--chapters", CHAPTER, "--course", str(course_dir)]) == 0
@@ -368,10 +370,14 @@ def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -
     assert _run([base, "-m", "venv", ".venv"], student, env=env).returncode == 0
     py, pip = student / ".venv/bin/python", [str(student / ".venv/bin/python"), "-m", "pip", "install", "-q",
                                         "--no-compile"]
-    steps = [pip + ["torch==2.13.0"], pip + INSTALL.removeprefix("pip install ").split()[:1]]
-    for step in steps:
-        done = _run(step, student, env=env)
-        assert done.returncode == 0, f"{' '.join(step)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], student,
+                     env=env).stdout.strip())
+    (site / "torch_from_the_index.pth").write_text(f"{_torch_only(tmp_path / 'torch_only')}\n")
+    step = pip + INSTALL.removeprefix("pip install ").split()[:1]
+    done = _run(step, student, env=env)
+    assert done.returncode == 0, f"{' '.join(step)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    check = _run([str(py), "-m", "pip", "check"], student, env=env)
+    assert check.returncode == 0, check.stdout + check.stderr  # torch's own requirements were installed too
     version = _run([str(py), "-c", "import torch, attnlab.validate; print(torch.__version__)"], student, env=env)
     assert version.stdout.strip().startswith("2.13.0"), version.stdout + version.stderr
     alone = _run([str(py), "-c", "import autograder"], student, env=env)
@@ -389,6 +395,20 @@ def test_the_kit_installs_in_a_clean_venv_from_the_release_zip(tmp_path: Path) -
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert len(re.findall(r"^\s+(?:PASS|FORM)\s", solved.stdout, re.M)) == len(tests) > 0, solved.stdout
     assert "Ready to submit" in solved.stdout
+
+
+def _torch_only(folder: Path) -> Path:
+    """`folder` holding links to this interpreter's torch: the top-level packages its RECORD installs and its
+    metadata, nothing else of this environment."""
+    from importlib import metadata
+
+    torch = metadata.distribution("torch")
+    tops = {Path(str(f)).parts[0] for f in torch.files or [] if not str(f).startswith("..")}
+    folder.mkdir()
+    for name in sorted(tops):
+        (folder / name).symlink_to(Path(str(torch.locate_file(name))))
+    assert {"torch", "torchgen", "functorch"} <= tops and any(t.endswith(".dist-info") for t in tops), tops
+    return folder
 
 
 def test_validate_names_a_notebook_whose_tests_are_not_its_releases() -> None:
