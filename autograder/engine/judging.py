@@ -73,6 +73,7 @@ class JudgeClient:
         self.sock: socket.socket | None = None
         self.reader: protocol.FrameReader | None = None
         self.cache: OrderedDict[tuple[str, str, str], Verdict] = OrderedDict()
+        self.unread: list[_Later] = []  # answers asked for and not read yet, oldest first
         self.restarts = 0
         self.seconds = 0.0
 
@@ -123,6 +124,8 @@ class JudgeClient:
         self.known([])
 
     def _ask(self, header: dict, blobs: list[bytes] = ()) -> None:
+        while self.unread:  # the answers come in the order asked: those not read yet are read (and kept) first
+            self.unread[0]()
         self.start()
         protocol.send(self.sock.fileno(), header, blobs)
 
@@ -148,9 +151,11 @@ class JudgeClient:
 
     def ask_trials(self, seed: int, names: list[str]) -> Callable[[], dict[str, bytes]]:
         """`trials`, asked now and read when the returned function is called (the judge process draws them while
-        the caller does something else); it must be called before the next request."""
+        the caller does something else); a request asked before it is called reads it first."""
         self._ask({"k": "trials", "seed": seed, "names": names})
-        return lambda: dict(zip(names, self._answer().blobs))
+        later = _Later(self, lambda: dict(zip(names, self._answer().blobs)))
+        self.unread.append(later)
+        return later
 
     def selfcheck(self, seed: int, names: list[str]) -> list[str]:
         """Problems found judging the reference against itself (none expected)."""
@@ -235,6 +240,22 @@ class JudgeClient:
                     if out[i] is None:
                         out[i] = Verdict(False, f"the grader could not judge this result ({why})", final=False)
                 return
+
+
+class _Later:
+    """An answer of the judge process read on first call (or by the next request), then kept."""
+
+    def __init__(self, client: JudgeClient, read: Callable[[], dict[str, bytes]]) -> None:
+        self.client, self.read, self.value, self.done = client, read, None, False
+
+    def __call__(self) -> dict[str, bytes]:
+        if not self.done:
+            try:
+                self.value = self.read()
+            finally:  # read or failed (the process is gone then): never read again
+                self.done = True
+                self.client.unread.remove(self)
+        return self.value
 
 
 # ---- the judge process -----------------------------------------------------------------------------

@@ -72,6 +72,7 @@ class Preparer:
         self.limits, self.run_seed, self.judge, self.threads = limits, run_seed, judge, threads
         self.sources: dict[Path, Source] = {}
         self.ids = 0
+        self.asked: dict[tuple[str, int], tuple[list[str], object]] = {}  # (key, seed) -> (checks, trials asked)
 
     def source(self, sub: store.Submission) -> Source:
         key = sub.source_path  # a notebook of an older kept release is graded by that release's source
@@ -88,6 +89,14 @@ class Preparer:
                                        assignment=sub.assignment, notebook=sub.notebook)
         return self.sources[key]
 
+    def ask(self, sub: store.Submission) -> None:
+        """Ask the judge now for the trials of `sub` (this run's seed is drawn; its source read before): `prepare`
+        takes them, drawn meanwhile."""
+        src = self.sources.get(sub.source_path)
+        if src is not None:
+            seed = notebook_seed(self.run_seed, sub.key)
+            self.asked[(sub.key, seed)] = (src.checks, self.judge.ask_trials(seed, src.checks))
+
     def prepare(self, sub: store.Submission) -> Job:
         """Read and restore the submission and pack it for a worker."""
         job = Job(sub, seed=notebook_seed(self.run_seed, sub.key), started=time.perf_counter())
@@ -95,7 +104,9 @@ class Preparer:
         if not sub.path.exists():
             job.problem = f"no {sub.notebook}.ipynb was submitted"
             return job
-        drawn = self.judge.ask_trials(job.seed, src.checks)  # drawn in the judge process while this one reads the file
+        checks, drawn = self.asked.pop((sub.key, job.seed), (None, None))
+        if checks != src.checks:  # drawn in the judge process while this one reads the file
+            drawn = self.judge.ask_trials(job.seed, src.checks)
         try:
             job.restored = nbmod.restore(nbmod.read_submission(sub.path), src.nb, owned=True)
         except nbmod.UnreadableNotebook as exc:

@@ -53,6 +53,7 @@ class Engine:
         self.limits = limits or default
         self.seed = seed if seed is not None else secrets.randbits(62)
         self.fresh_seed = seed is None  # a kept engine draws a fresh secret for each run
+        self.drawn = False  # the next run's fresh secret is drawn already (`expect`)
         self.keep = keep  # the workers and the judge outlive a run, warm for the next (`close` ends them)
         self.pool = None
         self.workers = max(1, workers)
@@ -77,8 +78,9 @@ class Engine:
     def run(self, todo: list[store.Submission], progress: bool) -> tuple[int, int]:
         """Grade `todo`; returns (graded, failed)."""
         self.graded = self.failed = 0
-        if self.pool is not None and self.fresh_seed:  # a warm engine's next run: trials no earlier run drew
-            self.seed = self.preparer.run_seed = secrets.randbits(62)
+        if self.pool is not None and self.fresh_seed and not self.drawn:  # a warm engine's next run: trials no
+            self._fresh_seed()  # earlier run drew
+        self.drawn = False
         self.stats.clear()
         self.phases.clear()
         self.queue = CostlyFirst(todo)
@@ -124,6 +126,20 @@ class Engine:
                 self._close(pool)
             self.bar.close()
         return self.graded, self.failed
+
+    def _fresh_seed(self) -> None:
+        self.seed = self.preparer.run_seed = secrets.randbits(62)
+        self.preparer.asked.clear()
+
+    def expect(self, sub: store.Submission) -> None:
+        """A kept, warm engine told the notebook its next run grades first (the service's round, before
+        `Course.grade` gets the run ready): that run's fresh secret is drawn now, and the judge process draws the
+        notebook's trials meanwhile. Nothing for a notebook of a source this engine has not read yet."""
+        if self.pool is None or not self.fresh_seed or sub.source_path not in self.preparer.sources:
+            return
+        self._fresh_seed()
+        self.drawn = True
+        self.preparer.ask(sub)
 
     def _check(self, gb, todo: list[store.Submission]) -> None:
         """Once per run, before anything is judged or recorded (the first notebooks run meanwhile): the gradebook's

@@ -23,6 +23,7 @@ from pathlib import Path
 from autograder import config, courselock, gradebook, gradinglog
 from autograder.course import Course, CourseError
 from autograder.engine.scheduler import Engine
+from autograder.engine.store import Submission
 from autograder.service import settings as settings_mod
 from autograder.service import views
 from autograder.service.store import Attempt, Store, now
@@ -139,6 +140,9 @@ class Grader:
         options = self.engine_options()
         if "engine" in options:
             options["engine"].recorded = recorded
+            first = batch[0]  # its trials are drawn while Course.grade reads the course
+            options["engine"].expect(Submission(first.student, first.assignment, first.notebook,
+                                                Path(options["engine"].course_dir).resolve()))
         try:  # force=False: what is graded already (a log committed before a stop) is not graded again
             done = Course(self.course_dir).grade(chapters.pop() if len(chapters) == 1 else None,
                                                  sorted({a.student for a in batch}),

@@ -82,3 +82,40 @@ def test_a_judge_builds_only_the_chapters_it_grades() -> None:
     assert registry.loaded == {"ch1"}
     assert registry["ch1.self_attention"] is CHECKS["ch1.self_attention"]
     assert list(registry) == list(CHECKS) and registry.loaded == set(CHAPTERS)
+
+
+def test_an_answer_of_the_judge_asked_early_is_read_before_the_next_request_and_kept() -> None:
+    """Trials asked ahead (`Engine.expect`: before the run is ready) and not read yet when another request goes to
+    the judge process are read first and kept: the next request reads its own answer, never theirs."""
+    import socket
+    import threading
+
+    from autograder.engine import protocol
+    from autograder.engine.judging import JudgeClient
+
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.setblocking(False)  # as the judge process's (frames are read until a read would block)
+
+    def judge() -> None:  # answers each request in order, as the judge process does
+        reader = protocol.FrameReader(theirs.fileno(), 1 << 20)
+        while (msg := protocol.recv_blocking(reader, timeout=30)) is not None:
+            if msg.kind == "trials":
+                protocol.send(theirs.fileno(), {"k": "trials"}, [f"{msg.header['seed']}:{n}".encode()
+                                                                 for n in msg.header["names"]])
+            else:
+                protocol.send(theirs.fileno(), {"k": "known", "unknown": msg.header["names"]})
+
+    answering = threading.Thread(target=judge, daemon=True)
+    answering.start()
+    client = JudgeClient()
+    client.proc, client.sock, client.reader = object(), ours, protocol.FrameReader(ours.fileno(), 1 << 20)
+    try:
+        early = client.ask_trials(7, ["ch1.a", "ch1.b"])
+        assert client.known(["nope"]) == ["nope"]
+        assert client.trials(8, ["ch1.c"]) == {"ch1.c": b"8:ch1.c"}
+        assert early() == {"ch1.a": b"7:ch1.a", "ch1.b": b"7:ch1.b"} and early() == early() and not client.unread
+    finally:
+        ours.close()  # the judge sees the end
+        answering.join(30)
+        theirs.close()
