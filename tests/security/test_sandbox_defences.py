@@ -278,13 +278,16 @@ def test_waiting_for_a_cpu_is_not_counted() -> None:
 
     if runqueue_wait(os.getpid()) is None:
         pytest.skip("this kernel does not report run-queue waits")
-    pids = []
+    cpu, pids = min(os.sched_getaffinity(0)), []  # one CPU this process may use (a container may not allow CPU 0)
     for _ in range(2):
         pid = os.fork()
         if pid == 0:
-            os.sched_setaffinity(0, {0})
-            while True:
-                pass
+            try:
+                os.sched_setaffinity(0, {cpu})
+                while True:
+                    pass
+            finally:
+                os._exit(1)  # never back into pytest
         pids.append(pid)
     try:
         clock = Clock(pids[0])
@@ -309,15 +312,19 @@ def test_processes_a_notebook_forks_use_its_time() -> None:
 
     if runqueue_wait(os.getpid()) is None:
         pytest.skip("this kernel does not report run-queue waits")
+    cpu = min(os.sched_getaffinity(0))  # one CPU this process may use (a container may not allow CPU 0)
     runner = os.fork()
     if runner == 0:
-        os.setpgid(0, 0)
-        os.sched_setaffinity(0, {0})
-        for _ in range(3):
-            if os.fork() == 0:
-                break
-        while True:
-            pass
+        try:
+            os.setpgid(0, 0)
+            os.sched_setaffinity(0, {cpu})
+            for _ in range(3):
+                if os.fork() == 0:
+                    break
+            while True:
+                pass
+        finally:
+            os._exit(1)  # never back into pytest
     try:
         time.sleep(0.2)  # its children forked
         own, notebook = Clock(runner), Clock(runner, lambda: tree_cpu(runner), threads=1)
