@@ -143,13 +143,18 @@ paths = ["{other}/solutions/ch1.py", "{other}/solutions", "{other}/.venv/lib/pyt
 for p in paths:
     if os.path.exists(p):
         leaks.append(p)
-for pattern in ["/tmp/*/gradebook.db", "/tmp/**/solutions/*.py", "/**/solutions/ch1.py", "/**/gradebook.db"]:
+for pattern in ["/tmp/*/gradebook.db", "/tmp/**/solutions/*.py"]:
     leaks += glob.glob(pattern, recursive=True)
+# Everything readable, once, without following links to folders (a glob of "/**" does, and some systems' /usr holds
+# link loops: LLVM's build/Release -> .. ran for ever): folders named like the course's, a gradebook (not the
+# installed packages' own test files: nbgrader ships one), solutions.
 for base, dirs, files in os.walk("/"):
     if base.startswith(("/proc", "/sys")):
         dirs[:] = []
         continue
     leaks += [os.path.join(base, d) for d in dirs if d in ("solutions", "autograder", "chapters", ".git", "nbgrader_config")]
+    leaks += [os.path.join(base, f) for f in files if (f == "gradebook.db" and "/site-packages/" not in base)
+              or (f == "ch1.py" and base.endswith("/solutions"))]
 try:
     db = sqlite3.connect("file:{course}/gradebook.db?mode=rw", uri=True)
     db.execute("UPDATE grade SET auto_score = 100")
@@ -157,7 +162,7 @@ try:
     leaks.append("gradebook written")
 except sqlite3.Error:
     pass
-print("LEAK" + "ED: " + ", ".join(leaks) if leaks else "no secret readable")
+print("LEAK" + "ED: " + ", ".join(leaks) if leaks else "no secret " + "readable")  # split: only the output says it
 '''
 
 ATTACKS = [
