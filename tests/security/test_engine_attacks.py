@@ -84,9 +84,12 @@ def _other_checkout(folder: Path) -> Path:
 
 
 def _evidence(course_dir: Path, student: str, chapter=CHAPTER) -> str:
-    """Everything the student's feedback is made of: the log and the autograded notebook."""
+    """What the grader and the run said of the student's notebook: the grading log and the autograded notebook's
+    outputs, never its sources (an attack's own code may spell the words its feedback is checked for)."""
     folder = course_dir / "autograded" / student / chapter.assignment
-    return (folder / "grading_log.json").read_text() + (folder / f"{chapter.notebook}.ipynb").read_text()
+    nb = nbformat.read(folder / f"{chapter.notebook}.ipynb", as_version=4)
+    outputs = [json.dumps(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
+    return (folder / "grading_log.json").read_text() + "\n".join(outputs)
 
 
 def test_honest_students_are_exact(batch) -> None:
