@@ -27,6 +27,7 @@ from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
 from tests.adversarial import attacks_for
 from tests.adversarial import build as build_attack
+from tests.adversarial import context as attack_context
 from tests.adversarial import expected as expected_of
 
 # ----------------------------------------------------------------------------- threads
@@ -139,7 +140,6 @@ def every_chapter_graded(tmp_path_factory) -> EveryChapter:
     """The engine's run over every chapter's invariants (tests/equivalence/test_invariants_engine.py), whose Chapter 1 part is also
     compared with stock nbgrader (tests/equivalence/test_engine_vs_stock_cells.py), and the attacks graded beside them
     (tests/security/test_engine_attacks.py)."""
-    from autograder import course
     from autograder.engine import grade
 
     chapters = invariant_chapters()
@@ -153,9 +153,9 @@ def every_chapter_graded(tmp_path_factory) -> EveryChapter:
             subs = {"source": (src, points), "release": (nbs.release_nb(chapter, course_dir), dict.fromkeys(points, 0.0))}
             for k, wrong in enumerate(wrong_for(chapter.assignment)):
                 subs[f"wrong{k}"] = (apply(src, wrong), {g: (0.0 if g in wrong.loses else p) for g, p in points.items()})
-            context = {"assignment": chapter.assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": ""}
             for attack in attacks_for(chapter.assignment) if chapter.assignment != "ch1" else []:
-                subs[attack.name] = (build_attack(attack, src, context), expected_of(points, attack))
+                subs[attack.name] = (build_attack(attack, src, attack_context(chapter.assignment, course_dir)),
+                                     expected_of(points, attack))
             for student, (nb, _) in subs.items():
                 nbs.submit(course_dir, chapter, student, nb)
             expected[chapter.assignment] = {student: want for student, (_, want) in subs.items()}

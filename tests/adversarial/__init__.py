@@ -6,7 +6,8 @@ first / k-th wrong one of that cell in solutions/mistakes, `{repo}`, `{course}` 
 for the repository, the course directory and another checkout beside it (under /tmp, holding
 solutions/)) or changes the whole notebook (`mutate`: returns a notebook, or raw bytes to submit).
 `lost` are the test cells that must score 0 ("all": every one); every other test cell must
-get full marks. `feedback` must appear in the student's grading log or autograded notebook.
+get full marks. `feedback` must appear in the student's grading log or the autograded notebook's
+outputs (not its sources: an attack's code may spell it). `context` gives `build` what it fills in.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import importlib.util
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
@@ -42,6 +44,13 @@ def attacks_for(assignment: str) -> list[Attack]:
 def expected(points: dict[str, float], attack: Attack) -> dict[str, float]:
     """{grade_id: points} an attack must get, of a notebook's `points`."""
     return {g: 0.0 if attack.lost == "all" or g in attack.lost else p for g, p in points.items()}
+
+
+def context(assignment: str, course_dir: Path, other: Path | str = "") -> dict:
+    """What `build` fills into an attack's source: its chapter, this repository, the course, another checkout."""
+    from autograder import course
+
+    return {"assignment": assignment, "repo": course.ROOT, "course": course_dir.resolve(), "other": other}
 
 
 def cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:

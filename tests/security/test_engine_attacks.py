@@ -21,7 +21,7 @@ from autograder.engine import Limits, grade
 from coursenb.chapters import select
 from solutions.mistakes import apply, wrong_for
 from tests import nbgrader_support as nbs
-from tests.adversarial import attacks_for, build, expected
+from tests.adversarial import attacks_for, build, context, expected
 from tests.conftest import EveryChapter, invariant_chapters
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Object of type"), pytest.mark.slow, pytest.mark.sandbox]
@@ -58,9 +58,9 @@ def batch(tmp_path_factory) -> dict:
         honest[f"honest_wrong{k}"] = {g: 0.0 if g in wrong.loses else p for g, p in points.items()}
         _place(course_dir, f"honest_wrong{k}", apply(src, wrong))
     other = _other_checkout(tmp_path_factory.mktemp("other_checkout"))
-    context = {"assignment": "ch1", "repo": course.ROOT, "course": course_dir.resolve(), "other": other}
+    ctx = context("ch1", course_dir, other)
     for attack in ATTACKS:
-        _place(course_dir, attack.name, build(attack, src, context))
+        _place(course_dir, attack.name, build(attack, src, ctx))
     canaries = {"GRADER_DB_URL": f"postgresql://grader:CANARY{secrets.token_hex(16)}@db.example/course",
                 "LMS_TOKEN": f"CANARY{secrets.token_hex(16)}"}
     saved = {k: os.environ.get(k) for k in canaries}
