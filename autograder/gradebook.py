@@ -7,7 +7,9 @@ or `open_db`, and the release step reaches nbgrader's apps through `api`.
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -22,11 +24,50 @@ class GradebookError(AutograderError):
     """A course whose gradebook cannot be opened (no course, a configuration that does not hold)."""
 
 
-def venv_bin_on_path() -> None:
-    """nbgrader runs `alembic` (gradebook migrations) by name: put our interpreter's bin/ first."""
+def nbgrader_ready() -> None:
+    """Before nbgrader opens or makes a gradebook: our interpreter's bin/ first on PATH (nbgrader runs `alembic`, its
+    gradebook migrations, by name) and nbgrader's lookup of the newest migration, which it makes for every new
+    gradebook, answered by `alembic_head`."""
     bin_dir = str(Path(sys.executable).parent)
     if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    from nbgrader import api as nbgrader_api
+
+    if nbgrader_api.get_alembic_version is not alembic_head:
+        _NBGRADER_LOOKUP[:] = [nbgrader_api.get_alembic_version]
+        nbgrader_api.get_alembic_version = alembic_head
+
+
+_NBGRADER_LOOKUP: list = []  # nbgrader's own `get_alembic_version`, once `nbgrader_ready` has replaced it
+_REVISION = re.compile(r"""^(down_revision|revision)\b[^=\n]*=(.*)$""", re.M)
+
+
+def alembic_head() -> str:
+    """The newest revision of nbgrader's gradebook migrations, which a new gradebook is stamped with (nbgrader's
+    `get_alembic_version`). nbgrader asks `alembic heads` in a subprocess that imports every migration: 2.6-3 s for
+    each gradebook it makes (each release, each new course). This is the same answer read from the migrations'
+    files as text, once per process; nbgrader's own lookup where the files do not name exactly one head."""
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    head = head_of_migrations(Path(ALEMBIC_DIR) / "versions")
+    if head is not None:
+        return head
+    from nbgrader import api as nbgrader_api
+
+    return (_NBGRADER_LOOKUP or [nbgrader_api.get_alembic_version])[0]()
+
+
+@functools.cache
+def head_of_migrations(versions: Path) -> str | None:
+    """The one revision of the alembic migration scripts in `versions` that no script names as its down_revision
+    (None unless exactly one)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in versions.glob("*.py"):
+        for name, value in _REVISION.findall(script.read_text()):
+            (revisions if name == "revision" else parents).update(re.findall(r"""['"](\w+)['"]""", value))
+    heads = revisions - parents
+    return next(iter(heads)) if len(heads) == 1 else None
 
 
 _KEPT: dict[tuple[str, str], object] = {}  # (db_url, course_id) -> a SQLAlchemy engine kept open (`kept`)
@@ -63,7 +104,7 @@ def open_db(db_url: str, course_id: str) -> Iterator:  # -> nbgrader.api.Gradebo
     """nbgrader's Gradebook at `db_url`, closed on exit (its engine kept for the next open inside `kept`)."""
     from nbgrader.api import Gradebook
 
-    venv_bin_on_path()
+    nbgrader_ready()
     engine = _KEPT.get((db_url, course_id)) if _KEEPING[0] else None
     if engine is None:
         gb = Gradebook(db_url, course_id=course_id)
@@ -123,7 +164,7 @@ def api(course_dir: Path, stock_autograde: bool = False):  # -> nbgrader.apps.Nb
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
-    venv_bin_on_path()
+    nbgrader_ready()
     merged = Config()
     merged.merge(config.traitlets(course_dir))
     if stock_autograde:
