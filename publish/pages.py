@@ -108,6 +108,9 @@ def page_notebook(nb: nbformat.NotebookNode, student: bool,
                 cell.metadata["tags"] = tags
             described(cell)
             if withheld.get(cell.get("id")):
-                out.append(nbformat.v4.new_markdown_cell(withheld_note(withheld[cell.id])))
+                # its id made from the cell's: a fresh random id would make every staging differ, and with it
+                # the edition's Sphinx build and its audit, in every process that builds the book
+                out.append(nbformat.v4.new_markdown_cell(withheld_note(withheld[cell.id]),
+                                                         id=f"{cell.id}-withheld"[-64:]))
     nb.cells = out
     return nb

@@ -26,7 +26,7 @@ from autograder import course
 from coursenb import cells
 from coursenb.chapters import Chapter, select
 from publish import audit, contents, downloads, execute, layout
-from publish.editions import edition_config, student_notebook, without_widgets
+from publish.editions import edition_config, stage, student_notebook, without_widgets
 
 FRONT = ["front/students", "front/instructors", "front/notation", "front/errata"]
 
@@ -292,6 +292,15 @@ def test_the_build_audits_again_only_when_what_it_reads_changes(editions, monkey
         assert audit.audit_student_cached(student, executed, log=lines.append) == ["finding"] and runs == ["student"]
     finally:
         record.write_bytes(kept)  # the build's own record, for whatever reads it next
+
+
+def test_staging_the_built_editions_again_changes_nothing(editions) -> None:
+    """The build is a function of its sources: staged again, no edition's file differs (else every process that
+    builds the book, a test worker or `scripts/main.sh` after the tests, runs Sphinx and the audit again: a random
+    cell id in each withheld-output note did, 45 CPU-s each time)."""
+    toc, executed = contents.read_toc(), execute.executed_copies()
+    for name in layout.EDITIONS:
+        assert stage(layout.Edition(name), toc, executed) == [], name
 
 
 PLANTED_PAGE = r"<p>Hint: one layer after another, \(\mathcal{O}\big(L\,(T + K + J)\big)\).</p>"
