@@ -294,6 +294,7 @@ def test_the_build_audits_again_only_when_what_it_reads_changes(editions, monkey
         record.write_bytes(kept)  # the build's own record, for whatever reads it next
 
 
+@pytest.mark.slow
 def test_staging_the_built_editions_again_changes_nothing(editions) -> None:
     """The build is a function of its sources: staged again, no edition's file differs (else every process that
     builds the book, a test worker or `scripts/main.sh` after the tests, runs Sphinx and the audit again: a random
