@@ -55,14 +55,14 @@ def _file_rank(item: pytest.Item, slow_files: set[str], browser_files: set[str])
     return 2 if path.endswith(".ipynb") else 3
 
 
-SLOW_FIXTURES = ("editions",)  # fixtures that build the book: a test that asks for one is in the full lane only
+BOOK_FIXTURES = ("editions",)  # fixtures that build the book: a test that asks for one is in the full lane only
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long files first (a stable sort: the items of a file keep their order, a notebook's cells theirs); a test
-    that asks for a fixture of SLOW_FIXTURES without the `slow` mark is an error (it would build the book in the
+    that asks for a fixture of BOOK_FIXTURES without the `slow` mark is an error (it would build the book in the
     fast lane)."""
-    unmarked = [item.nodeid for item in items if set(SLOW_FIXTURES) & set(getattr(item, "fixturenames", ()))
+    unmarked = [item.nodeid for item in items if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
                 and not item.get_closest_marker("slow")]
     if unmarked:
         raise pytest.UsageError("tests that build the book without the slow mark: " + ", ".join(unmarked))
